@@ -1,0 +1,16 @@
+rule parse:
+    input:
+        samples="results/benchmark/samples.parquet",
+        responses=responses_of,
+    output:
+        parsed="results/parsed/{model}.parquet",
+        run="results/parsed/{model}.run.json",
+    params:
+        bbox_scale=lambda wc: model_by_name(config, wc.model).get("bbox_scale"),
+        version=PARSER_VERSION,
+    log:
+        "results/logs/parse/{model}.log",
+    conda:
+        "../envs/dualcog.yaml"
+    script:
+        "../scripts/parse.py"

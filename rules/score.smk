@@ -1,0 +1,28 @@
+rule score:
+    input:
+        samples="results/benchmark/samples.parquet",
+        parsed="results/parsed/{model}.parquet",
+    output:
+        scores="results/scores/{model}.parquet",
+        metrics="results/metrics/by_model/{model}.parquet",
+    params:
+        version=SCORER_VERSION,
+    log:
+        "results/logs/score/{model}.log",
+    conda:
+        "../envs/dualcog.yaml"
+    script:
+        "../scripts/score.py"
+
+
+rule collect_metrics:
+    input:
+        expand("results/metrics/by_model/{model}.parquet", model=MODELS),
+    output:
+        "results/metrics/metrics.parquet",
+    log:
+        "results/logs/collect_metrics.log",
+    conda:
+        "../envs/dualcog.yaml"
+    script:
+        "../scripts/collect_metrics.py"

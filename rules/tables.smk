@@ -1,0 +1,20 @@
+rule tables:
+    input:
+        metrics="results/metrics/metrics.parquet",
+        runs=expand("results/parsed/{model}.run.json", model=MODELS),
+        parsed=expand("results/parsed/{model}.parquet", model=MODELS),
+    output:
+        table_outputs(),
+    params:
+        models=[
+            {k: m.get(k) for k in ("name", "display_name", "group", "reasoning_only", "backend")}
+            for m in config["models"]
+        ],
+        formats=config["tables"]["formats"],
+        version=TABLES_VERSION,
+    log:
+        "results/logs/tables.log",
+    conda:
+        "../envs/dualcog.yaml"
+    script:
+        "../scripts/tables.py"

@@ -1,0 +1,32 @@
+"""Snakemake adapter: prompts of one request kind -> raw responses of one model."""
+
+from pathlib import Path
+
+from dualcog.config import model_by_name, validate_config
+from dualcog.inference import run_model
+from dualcog.runtime import log, progress_logger, run_step
+from dualcog.schemas import RESPONSES, read_frame, write_table
+
+
+def main(sm):
+    config = validate_config(sm.config, "the workflow configuration")
+    model = model_by_name(config, sm.wildcards.model)
+    task = sm.wildcards.task
+    prompts = read_frame(sm.input.prompts)
+    samples = read_frame(sm.input.samples)
+    samples = samples[samples["task"] == task]
+    log.info("%s on %s: %d requests (backend %s)", model["name"], task, len(prompts),
+             model["backend"])
+    responses = run_model(
+        model,
+        prompts,
+        samples,
+        Path(sm.params.media_store),
+        Path(sm.params.cache_dir),
+        progress=progress_logger(f"{model['name']}/{task}"),
+    )
+    log.info("status counts: %s", responses["status"].value_counts().to_dict())
+    write_table(responses, RESPONSES, sm.output[0])
+
+
+run_step(snakemake, main)  # noqa: F821

@@ -1,0 +1,23 @@
+"""Snakemake adapter: every distinct still image -> the content-addressed media store."""
+
+import pandas as pd
+
+from dualcog.media import ImageSettings, prepare_images
+from dualcog.render import image_sources
+from dualcog.runtime import log, progress_logger, run_step
+from dualcog.schemas import read_frame
+
+
+def main(sm):
+    samples = read_frame(sm.input[0])
+    media = sm.params.settings
+    settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
+    sources = image_sources(samples)
+    log.info("preparing %d distinct images into %s", len(sources), media["store"])
+    prepared = prepare_images(
+        sources, media["store"], settings, sm.threads, progress_logger("images")
+    )
+    pd.DataFrame([vars(p) for p in prepared]).to_parquet(sm.output[0], index=False)
+
+
+run_step(snakemake, main)  # noqa: F821

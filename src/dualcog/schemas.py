@@ -1,0 +1,184 @@
+"""Typed Arrow schemas of every artifact the workflow writes (see docs/artifacts.md).
+
+Each stage validates its output against one of these before writing, so a column that
+drifts (a float where an int belongs, a renamed field) fails where it is produced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+BOX = pa.list_(pa.float64())  # [x1, y1, x2, y2]
+INTERVALS = pa.list_(pa.list_(pa.float64()))  # [[s, e], ...] in seconds
+
+MEDIA_ITEM = pa.struct(
+    [
+        ("role", pa.string()),  # reference | target | candidate_A.. | video
+        ("path", pa.string()),  # as written in the manifest
+        ("resolved_path", pa.string()),  # absolute path on this machine
+    ]
+)
+OPTION = pa.struct(
+    [
+        ("option_id", pa.string()),
+        ("label", pa.string()),
+        ("level", pa.string()),  # behavior options: composite | atomic; else null
+    ]
+)
+CANDIDATE = pa.struct(
+    [("option_id", pa.string()), ("bbox", BOX), ("view", pa.string())]
+)
+GOLD_ITEM = pa.struct(
+    [
+        ("option_id", pa.string()),
+        ("label", pa.string()),
+        ("level", pa.string()),  # composite | atomic
+        ("intervals", INTERVALS),
+    ]
+)
+ANSWER_ITEM = pa.struct([("option_id", pa.string()), ("intervals", INTERVALS)])
+
+SAMPLES = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),  # request kind id (tasks.REQUEST_KINDS)
+        ("upstream_task_type", pa.string()),
+        ("modality", pa.string()),
+        ("scene_id", pa.string()),
+        ("engine", pa.string()),
+        ("landmark_id", pa.string()),
+        ("landmark_category", pa.string()),
+        ("landmark_description", pa.string()),
+        ("difficulty", pa.string()),  # 4way/8way, or easy/medium/hard (difficulty_band)
+        ("manifest_path", pa.string()),
+        ("manifest_order", pa.int32()),  # position of the sample in its manifest
+        ("system_prompt", pa.string()),  # stored prompt, null when absent
+        ("user_prompt", pa.string()),
+        ("prompt_vars", pa.string()),  # JSON object of template variables
+        ("media", pa.list_(MEDIA_ITEM)),  # in the order sent to the model
+        ("options", pa.list_(OPTION)),
+        # image tasks
+        ("context_index", pa.int32()),
+        ("context_slot", pa.int32()),
+        ("gold_option_id", pa.string()),
+        ("gold_bbox", BOX),
+        ("candidates", pa.list_(CANDIDATE)),  # future_observation only
+        # video tasks
+        ("mission_id", pa.string()),
+        ("set_id", pa.string()),
+        ("composite_mission", pa.bool_()),
+        ("fps", pa.float64()),
+        ("frame_count", pa.int64()),
+        ("duration_sec", pa.float64()),
+        ("gold_items", pa.list_(GOLD_ITEM)),  # behavior
+        ("gold_visible_count", pa.int64()),  # visibility
+        ("gold_visible_intervals", INTERVALS),
+    ]
+)
+
+PROMPTS = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("request_key", pa.string()),  # hash of all that decides the request but the model
+        ("system_text", pa.string()),
+        ("user_text", pa.string()),
+        ("media_keys", pa.list_(pa.string())),  # content hashes in the media store, in order
+        ("media_kinds", pa.list_(pa.string())),  # image | video | frames
+        ("offered_option_ids", pa.list_(pa.string())),
+    ]
+)
+
+RESPONSE_STATUSES = ("ok", "error", "missing")
+
+RESPONSES = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("model", pa.string()),
+        ("backend", pa.string()),
+        ("request_key", pa.string()),
+        ("raw_text", pa.string()),  # null unless status == ok
+        ("status", pa.string()),  # ok | error | missing
+        ("error_type", pa.string()),
+        ("error_message", pa.string()),
+        ("attempts", pa.int32()),
+        ("latency_ms", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+    ]
+)
+
+PARSE_STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing", "legacy")
+
+PARSED = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("parse", pa.string()),  # strict | compatible | legacy
+        ("stage", pa.string()),
+        ("all_valid", pa.bool_()),
+        # image fields
+        ("option_ids", pa.list_(pa.string())),  # legacy may hold several letters
+        ("option_valid", pa.bool_()),
+        ("option_reason", pa.string()),
+        ("bbox", BOX),  # normalized, after scale and reordering
+        ("bbox_valid", pa.bool_()),
+        ("bbox_reason", pa.string()),
+        ("bbox_rescaled", pa.bool_()),
+        ("bbox_reordered", pa.bool_()),
+        ("run_scale", pa.string()),
+        # behavior
+        ("answers", pa.list_(ANSWER_ITEM)),
+        ("answers_valid", pa.bool_()),
+        ("answers_reason", pa.string()),
+        # visibility
+        ("visible_count", pa.int64()),
+        ("count_valid", pa.bool_()),
+        ("count_reason", pa.string()),
+        ("visible_intervals", INTERVALS),
+        ("intervals_valid", pa.bool_()),
+        ("intervals_reason", pa.string()),
+    ]
+)
+
+METRICS = pa.schema(
+    [
+        ("model", pa.string()),
+        ("task", pa.string()),
+        ("parse", pa.string()),
+        ("stratum", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("n", pa.int64()),
+    ]
+)
+
+
+def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """Convert a frame to `schema`, adding absent columns as nulls, in schema order."""
+    frame = frame.copy()
+    for name in schema.names:
+        if name not in frame.columns:
+            frame[name] = None
+    return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+
+
+def write_table(frame: pd.DataFrame | pa.Table, schema: pa.Schema, path: str | Path) -> None:
+    """Write a typed Parquet artifact atomically (temp file then rename)."""
+    table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
+    table = table.select(schema.names).cast(schema)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+
+
+def read_frame(path: str | Path) -> pd.DataFrame:
+    return pq.read_table(path).to_pandas()

@@ -1,0 +1,5 @@
+import sys
+from pathlib import Path
+
+# Test helpers (dataset_builder, fixtures) live beside the tests.
+sys.path.insert(0, str(Path(__file__).parent))
