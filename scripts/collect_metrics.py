@@ -11,7 +11,9 @@ def main(sm):
     key = ["model", "task", "parse", "stratum", "metric"]
     duplicated = metrics.duplicated(key)
     if duplicated.any():
-        raise ValueError(f"duplicate metric rows: {metrics[duplicated][key].head().to_dict('records')}")
+        raise ValueError(
+            f"duplicate metric rows: {metrics[duplicated][key].head().to_dict('records')}"
+        )
     log.info("%d metric rows for %d models", len(metrics), metrics["model"].nunique())
     write_table(metrics.sort_values(key, kind="stable"), METRICS, sm.output[0])
 

@@ -15,8 +15,9 @@ def main(sm):
     prompts = read_frame(sm.input.prompts)
     samples = read_frame(sm.input.samples)
     samples = samples[samples["task"] == task]
-    log.info("%s on %s: %d requests (backend %s)", model["name"], task, len(prompts),
-             model["backend"])
+    log.info(
+        "%s on %s: %d requests (backend %s)", model["name"], task, len(prompts), model["backend"]
+    )
     responses = run_model(
         model,
         prompts,

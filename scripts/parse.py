@@ -15,8 +15,11 @@ def main(sm):
     samples = samples[samples["task"].isin(set(responses["task"]))]
     parsed, run = parse_run(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
-    log.info("run scale: %s; stages: %s", run.get("scale"),
-             parsed.groupby(["parse", "stage"]).size().to_dict())
+    log.info(
+        "run scale: %s; stages: %s",
+        run.get("scale"),
+        parsed.groupby(["parse", "stage"]).size().to_dict(),
+    )
     write_table(parsed, PARSED, sm.output.parsed)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)

@@ -18,8 +18,13 @@ def main(sm):
     rows = []
     for i, source in enumerate(sources, 1):
         if mode == "video_url":
-            rows.append({"source": source, "keys": [prepare_video_file(source, media["store"])],
-                         "timestamps": None})
+            rows.append(
+                {
+                    "source": source,
+                    "keys": [prepare_video_file(source, media["store"])],
+                    "timestamps": None,
+                }
+            )
         else:
             frames = prepare_video_frames(source, media["store"], int(mode[6:]), settings)
             rows.append({"source": source, "keys": frames.keys, "timestamps": frames.timestamps})

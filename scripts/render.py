@@ -9,17 +9,19 @@ from dualcog.schemas import PROMPTS, read_frame, write_table
 def main(sm):
     samples = read_frame(sm.input.samples)
     images = {
-        row["source"]: PreparedImage(**row) for row in read_frame(sm.input.images).to_dict("records")
+        row["source"]: PreparedImage(**row)
+        for row in read_frame(sm.input.images).to_dict("records")
     }
     videos = frames = None
-    if "videos" in sm.input.keys():
+    if hasattr(sm.input, "videos"):
         table = read_frame(sm.input.videos).to_dict("records")
         if sm.wildcards.vmode == "video_url":
             videos = {row["source"]: row["keys"][0] for row in table}
         else:
             frames = {
-                row["source"]: PreparedFrames(row["source"], list(row["keys"]),
-                                              list(row["timestamps"]))
+                row["source"]: PreparedFrames(
+                    row["source"], list(row["keys"]), list(row["timestamps"])
+                )
                 for row in table
             }
     prompts = render_prompts(samples, sm.wildcards.task, images, videos, frames)

@@ -10,6 +10,7 @@ from PIL import Image
 
 TASK_ROOT = "task_pipeline_data/UAV-DualCog-V1"
 SCENE = "airsim_env_3"
+VIDEO_ROOT = f"{TASK_ROOT}/{SCENE}/video_tasks"
 
 
 def _jpeg(path: Path, colour=(90, 120, 90)) -> None:
@@ -74,10 +75,10 @@ def video_samples(mission: str, composite: bool) -> list[dict]:
         "set_id": "circular_inspection" if composite else "atomic_single",
         "landmark_id": "5",
         "landmark_description": "a red-roofed tower",
-        "reference_image_with_bbox": f"{TASK_ROOT}/{SCENE}/video_tasks/cache/assets/reference_bbox/5/ref.jpg",
+        "reference_image_with_bbox": f"{VIDEO_ROOT}/cache/assets/reference_bbox/5/ref.jpg",
         "reference_bbox_xyxy_norm": [0.1, 0.1, 0.5, 0.5],
-        "video_path": f"{TASK_ROOT}/{SCENE}/video_tasks/missions/{mission}/final_task/task_rgb.mp4",
-        "video_web_path": f"{TASK_ROOT}/{SCENE}/video_tasks/missions/{mission}/final_task/task_rgb_web.mp4",
+        "video_path": f"{VIDEO_ROOT}/missions/{mission}/final_task/task_rgb.mp4",
+        "video_web_path": f"{VIDEO_ROOT}/missions/{mission}/final_task/task_rgb_web.mp4",
         "fps": 10.0,
         "frame_count": 51,
         "video_width": 320,
@@ -99,15 +100,24 @@ def video_samples(mission: str, composite: bool) -> list[dict]:
     if composite:
         items = [
             {"option_id": "C", "label": "circular inspection", "intervals_sec": [[0.0, 5.0]]},
-            {"option_id": "A", "label": "orbit clockwise",
-             "intervals_sec": [{"start_sec": 0.0, "end_sec": 2.5}]},
-            {"option_id": "B", "label": "ascend",
-             "intervals_sec": [{"start_sec": 2.5, "end_sec": 5.0}]},
+            {
+                "option_id": "A",
+                "label": "orbit clockwise",
+                "intervals_sec": [{"start_sec": 0.0, "end_sec": 2.5}],
+            },
+            {
+                "option_id": "B",
+                "label": "ascend",
+                "intervals_sec": [{"start_sec": 2.5, "end_sec": 5.0}],
+            },
         ]
     else:
         items = [
-            {"option_id": "D", "label": "descend",
-             "intervals_sec": [{"start_sec": 1.0, "end_sec": 4.0}]},
+            {
+                "option_id": "D",
+                "label": "descend",
+                "intervals_sec": [{"start_sec": 1.0, "end_sec": 4.0}],
+            },
         ]
     behavior = {
         **base,
@@ -161,8 +171,12 @@ def write_dataset(
     task_root: str = TASK_ROOT,
 ) -> Path:
     """Write manifests and every referenced media file; returns the data root."""
-    image_samples = copy.deepcopy(default_image_samples() if image_samples is None else image_samples)
-    video_samples_ = copy.deepcopy(default_video_samples() if video_samples_ is None else video_samples_)
+    image_samples = copy.deepcopy(
+        default_image_samples() if image_samples is None else image_samples
+    )
+    video_samples_ = copy.deepcopy(
+        default_video_samples() if video_samples_ is None else video_samples_
+    )
     scene_dir = root / task_root / SCENE
     manifests = scene_dir / "image_tasks" / "manifests"
     manifests.mkdir(parents=True, exist_ok=True)
@@ -215,5 +229,5 @@ def write_dataset(
 
 def _media_path(root: Path, written: str, task_root: str) -> Path:
     if written.startswith(TASK_ROOT):
-        written = task_root + written[len(TASK_ROOT):]
+        written = task_root + written[len(TASK_ROOT) :]
     return root / written

@@ -5,7 +5,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from dataset_builder import (
     SCENE,
     TASK_ROOT,
@@ -14,6 +13,7 @@ from dataset_builder import (
     image_sample,
     write_dataset,
 )
+
 from dualcog.errors import DataError
 from dualcog.ingest import find_manifests, ingest
 from dualcog.schemas import SAMPLES, read_frame, write_table
@@ -70,7 +70,9 @@ def test_round_trips_through_the_typed_schema(tmp_path: Path) -> None:
 
 def test_video_levels_gold_and_duration(tmp_path: Path) -> None:
     rows = _by_id(ingest(write_dataset(tmp_path)))
-    composite = rows["env_3_batch_env_3_5_composite_0001_fill_01_self_instance_recognition_joint_000001"]
+    composite = rows[
+        "env_3_batch_env_3_5_composite_0001_fill_01_self_instance_recognition_joint_000001"
+    ]
     assert composite["composite_mission"] is True
     assert composite["duration_sec"] == pytest.approx(5.0)
     levels = {g["option_id"]: g["level"] for g in composite["gold_items"]}
@@ -143,8 +145,9 @@ def _expect_error(tmp_path, *, images=None, videos=None, field, message):
 def test_missing_key(tmp_path: Path) -> None:
     images = default_image_samples()
     del images[2]["answer_bbox_xyxy_norm"]
-    error = _expect_error(tmp_path, images=images, field="answer_bbox_xyxy_norm",
-                          message="required key is missing")
+    error = _expect_error(
+        tmp_path, images=images, field="answer_bbox_xyxy_norm", message="required key is missing"
+    )
     assert error.sample == images[2]["sample_id"]
 
 
@@ -167,8 +170,9 @@ def test_malformed_box(tmp_path: Path, box) -> None:
 def test_malformed_candidate_box(tmp_path: Path) -> None:
     images = default_image_samples()
     images[1]["candidates"][2]["bbox_xyxy_norm"] = [0.5, 0.5, 0.5, 0.9]
-    _expect_error(tmp_path, images=images, field="candidates[2].bbox_xyxy_norm",
-                  message="malformed box")
+    _expect_error(
+        tmp_path, images=images, field="candidates[2].bbox_xyxy_norm", message="malformed box"
+    )
 
 
 def test_missing_media_file(tmp_path: Path) -> None:
@@ -198,16 +202,18 @@ def test_answer_not_offered(tmp_path: Path) -> None:
 def test_unknown_option_in_answer_items(tmp_path: Path) -> None:
     videos = default_video_samples()
     videos[0]["answer_items"][1]["option_id"] = "Z"
-    _expect_error(tmp_path, videos=videos, field="answer_items[1].option_id",
-                  message="unknown option 'Z'")
+    _expect_error(
+        tmp_path, videos=videos, field="answer_items[1].option_id", message="unknown option 'Z'"
+    )
 
 
 @pytest.mark.parametrize("interval", [[[3.0, 1.0]], [{"start_sec": 1.0}], [[0.0, "x"]], [1.0]])
 def test_malformed_interval(tmp_path: Path, interval) -> None:
     videos = default_video_samples()
     videos[0]["answer_items"][1]["intervals_sec"] = interval
-    _expect_error(tmp_path, videos=videos, field="answer_items[1].intervals_sec",
-                  message="malformed interval")
+    _expect_error(
+        tmp_path, videos=videos, field="answer_items[1].intervals_sec", message="malformed interval"
+    )
 
 
 def test_missing_video(tmp_path: Path) -> None:

@@ -21,7 +21,12 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "conf
 DEFAULTS: dict[str, Any] = {
     "tasks": [kind.task for kind in REQUEST_KINDS],
     "cache_dir": "results/cache",
-    "media": {"max_width": 640, "max_height": 480, "jpeg_quality": 80, "store": "results/media/store"},
+    "media": {
+        "max_width": 640,
+        "max_height": 480,
+        "jpeg_quality": 80,
+        "store": "results/media/store",
+    },
     "tables": {"formats": ["csv", "md"]},
 }
 MODEL_DEFAULTS: dict[str, Any] = {

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 IMAGE_MANIFEST_DIR = ("image_tasks", "manifests")
 VIDEO_MANIFEST_DIR = ("video_tasks", "datasets")
 LATEST_SUFFIX = ".latest_manifest.json"
-_TIMESTAMPED = re.compile(r"^(?P<scene>.+?)_(qa_manifest_)?.*?(?P<stamp>\d{8}_\d{6})\.json$")
+# `<scene>_qa_manifest_<N>samples_<stamp>.json`; video copies `<scene>_<word>_manifest_...`
+_TIMESTAMPED = re.compile(r"^(?P<scene>.+?)_(?:[a-z]+_)?manifest_.*?(?P<stamp>\d{8}_\d{6})\.json$")
 _CONTEXT_INDEX = re.compile(r"_(\d{6})_(?:where|what|how)$")
 
 IMAGE_COMMON_KEYS = (
@@ -305,7 +306,9 @@ class _Ingestor:
                     raise reader.fail("malformed candidate (needs option_id)", field)
                 sub = _SampleReader({**cand, "sample_id": reader.sample_id}, manifest.path, 0)
                 sub.file = reader.file
-                image = self.media(sub, f"candidate_{cand['option_id']}", "image", manifest.scene_dir)
+                image = self.media(
+                    sub, f"candidate_{cand['option_id']}", "image", manifest.scene_dir
+                )
                 media.append(image)
                 box = reader.box(cand.get("bbox_xyxy_norm"), f"{field}.bbox_xyxy_norm")
                 view = cand.get("view_under_definition")
@@ -316,8 +319,10 @@ class _Ingestor:
                         "view": None if view is None else str(view),
                     }
                 )
-            options = [{"option_id": c["option_id"], "label": f"Image {i + 2}"} for i, c in
-                       enumerate(candidates)]
+            options = [
+                {"option_id": c["option_id"], "label": f"Image {i + 2}"}
+                for i, c in enumerate(candidates)
+            ]
             by_id = {c["option_id"]: c for c in candidates}
             if gold_option in by_id and by_id[gold_option]["bbox"] != gold_bbox:
                 log.warning(

@@ -17,7 +17,11 @@ VIDEO_MODES = ("video_url", "frames")
 
 
 def request_key(
-    task: str, system_text: str, user_text: str, media_keys: Sequence[str], media_kinds: Sequence[str]
+    task: str,
+    system_text: str,
+    user_text: str,
+    media_keys: Sequence[str],
+    media_kinds: Sequence[str],
 ) -> str:
     """Hash of everything that decides a request except the model and its settings."""
     payload = json.dumps(
@@ -131,13 +135,23 @@ def render_prompts(
 def image_sources(samples: pd.DataFrame) -> list[str]:
     """Every distinct still image the requests use (references, targets, candidates)."""
     return sorted(
-        {item["resolved_path"] for media in samples["media"] for item in media if item["role"] != "video"}
+        {
+            item["resolved_path"]
+            for media in samples["media"]
+            for item in media
+            if item["role"] != "video"
+        }
     )
 
 
 def video_sources(samples: pd.DataFrame) -> list[str]:
     return sorted(
-        {item["resolved_path"] for media in samples["media"] for item in media if item["role"] == "video"}
+        {
+            item["resolved_path"]
+            for media in samples["media"]
+            for item in media
+            if item["role"] == "video"
+        }
     )
 
 

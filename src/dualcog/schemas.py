@@ -29,9 +29,7 @@ OPTION = pa.struct(
         ("level", pa.string()),  # behavior options: composite | atomic; else null
     ]
 )
-CANDIDATE = pa.struct(
-    [("option_id", pa.string()), ("bbox", BOX), ("view", pa.string())]
-)
+CANDIDATE = pa.struct([("option_id", pa.string()), ("bbox", BOX), ("view", pa.string())])
 GOLD_ITEM = pa.struct(
     [
         ("option_id", pa.string()),

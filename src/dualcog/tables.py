@@ -104,13 +104,17 @@ def image_columns() -> list[Column]:
 def video_columns() -> list[Column]:
     return [
         Column("Composite Acc", "composite_behavior", "composite_acc", group="Composite Behavior"),
-        Column("Temporal F1@0.5", "composite_behavior", "temporal_f1_50", group="Composite Behavior"),
+        Column(
+            "Temporal F1@0.5", "composite_behavior", "temporal_f1_50", group="Composite Behavior"
+        ),
         Column("mean tIoU", "composite_behavior", "mean_tiou", group="Composite Behavior"),
         Column("Atomic F1", "atomic_behavior", "atomic_f1", group="Atomic Behavior"),
         Column("Temporal F1@0.5", "atomic_behavior", "temporal_f1_50", group="Atomic Behavior"),
         Column("mean tIoU", "atomic_behavior", "mean_tiou", group="Atomic Behavior"),
         Column("Count Acc", "landmark_visibility", "count_acc", group="Landmark Visibility"),
-        Column("Segment F1@0.5", "landmark_visibility", "segment_f1_50", group="Landmark Visibility"),
+        Column(
+            "Segment F1@0.5", "landmark_visibility", "segment_f1_50", group="Landmark Visibility"
+        ),
         Column("mean tIoU", "landmark_visibility", "mean_tiou", group="Landmark Visibility"),
         Column("Dual Semantic", "video", "dual_semantic_acc", group="Dual: Video"),
         Column("Dual Evidence", "video", "dual_evidence_acc", group="Dual: Video"),
@@ -131,8 +135,13 @@ def _unique_headers(columns: list[Column]) -> list[Column]:
     """Make headers unique by prefixing the spanning group where a header repeats."""
     counts = pd.Series([c.header for c in columns]).value_counts()
     return [
-        Column(f"{c.group} | {c.header}" if counts[c.header] > 1 and c.group else c.header,
-               c.task, c.metric, c.parse, c.group)
+        Column(
+            f"{c.group} | {c.header}" if counts[c.header] > 1 and c.group else c.header,
+            c.task,
+            c.metric,
+            c.parse,
+            c.group,
+        )
         for c in columns
     ]
 
@@ -311,8 +320,14 @@ def to_markdown(table: Table) -> str:
 
 
 def _latex_escape(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"),
-                          ("_", r"\_"), ("#", r"\#"), ("ᵀ", r"$^{T}$")):
+    for char, escaped in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("ᵀ", r"$^{T}$"),
+    ):
         text = text.replace(char, escaped)
     return text
 
@@ -332,8 +347,11 @@ def to_html(table: Table) -> str:
     headers, body = _cells(table, {"best": "<b>{}</b>", "second": "<u>{}</u>"})
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{c if c.startswith(('<b>', '<u>')) else html.escape(c)}</td>"
-                         for c in cells) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{c if c.startswith(('<b>', '<u>')) else html.escape(c)}</td>" for c in cells
+        )
+        + "</tr>"
         for cells in body
     )
     return (

@@ -1,0 +1,28 @@
+"""Scoring and metrics of PROTOCOL.md §4–§7 and §9.
+
+`score_samples` turns one model run's parsed responses into per-sample score rows
+(schema `SCORES`); `model_metrics` aggregates them into `schemas.METRICS` rows.
+"""
+
+from dualcog.scoring.aggregate import model_metrics, task_metrics
+from dualcog.scoring.dual import dual_metrics, dual_pairs
+from dualcog.scoring.geometry import box_iou, boxes_to_array
+from dualcog.scoring.intervals import f1_score, greedy_match, match_classes, tiou
+from dualcog.scoring.schema import SCORES, scores_table
+from dualcog.scoring.score import score_samples
+
+__all__ = [
+    "SCORES",
+    "box_iou",
+    "boxes_to_array",
+    "dual_metrics",
+    "dual_pairs",
+    "f1_score",
+    "greedy_match",
+    "match_classes",
+    "model_metrics",
+    "score_samples",
+    "scores_table",
+    "task_metrics",
+    "tiou",
+]

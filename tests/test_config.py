@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualcog.config import (
+    answer_settings,
+    load_config,
+    model_fingerprint,
+    model_tasks,
+    validate_config,
+)
+from dualcog.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _config(**model) -> dict:
+    return {"data_root": "data", "models": [{"name": "m", "backend": "oracle", **model}]}
+
+
+def test_shipped_config_is_valid() -> None:
+    config = load_config(REPO / "config" / "config.yaml")
+    names = [m["name"] for m in config["models"]]
+    assert names[:2] == ["oracle", "random"]
+    assert sum(m["backend"] == "simulated" for m in config["models"]) >= 3
+    assert config["media"]["max_width"] == 640
+
+
+def test_defaults_filled() -> None:
+    config = validate_config(_config())
+    model = config["models"][0]
+    assert model["temperature"] == 0.0 and model["max_tokens"] == 2048
+    assert config["tasks"][0] == "landmark_position"
+    assert model_tasks(config, model) == config["tasks"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"backend": "gpt"}, "models[0] (m).backend"),
+        ({"skill": 2}, "models[0] (m).skill"),
+        (
+            {"name": "bad name/../x"},
+            "models[0] (bad name/../x).name: 'bad name/../x' does not match",
+        ),
+        ({"quirks": ["sparkles"]}, "models[0] (m).quirks[0]"),
+        ({"backend": "replay"}, "'replay' is a required property"),
+        ({"colour": "red"}, "Additional properties are not allowed"),
+    ],
+)
+def test_schema_errors_name_the_field(change, expected) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate_config(_config(**change), "my.yaml")
+    assert "my.yaml" in str(info.value)
+    assert expected in str(info.value)
+
+
+def test_literal_api_key_refused_without_echoing_it() -> None:
+    with pytest.raises(ConfigError) as info:
+        validate_config(_config(backend="openai", api_base="http://x", api_key="sk-secret-123"))
+    assert "sk-secret-123" not in str(info.value)
+    ok = validate_config(_config(backend="openai", api_base="http://x", api_key="${MY_KEY}"))
+    assert ok["models"][0]["api_key"] == "${MY_KEY}"
+
+
+def test_duplicate_model_names() -> None:
+    config = {"data_root": "d", "models": [{"name": "a", "backend": "oracle"}] * 2}
+    with pytest.raises(ConfigError, match="twice"):
+        validate_config(config)
+
+
+def test_fingerprint_ignores_throughput_and_secrets() -> None:
+    base = validate_config(_config(backend="openai", api_base="http://x"))["models"][0]
+    tuned = {**base, "rpm_limit": 30, "concurrency": 8, "api_key": "${OTHER}"}
+    assert model_fingerprint(base) == model_fingerprint(tuned)
+    assert "api_key" not in answer_settings(tuned)
+    hotter = {**base, "temperature": 0.7}
+    assert model_fingerprint(base) != model_fingerprint(hotter)
+
+
+def test_model_task_subset_keeps_registry_order() -> None:
+    config = validate_config(
+        {
+            "data_root": "d",
+            "tasks": ["behavior", "landmark_position", "self_position"],
+            "models": [{"name": "m", "backend": "oracle", "tasks": ["self_position", "behavior"]}],
+        }
+    )
+    assert model_tasks(config, config["models"][0]) == ["self_position", "behavior"]

@@ -1,0 +1,176 @@
+"""End-to-end: real Snakemake runs of the demo benchmark in a temporary working directory."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+MODELS = [
+    {"name": "oracle", "backend": "oracle", "group": "baseline"},
+    {"name": "random", "backend": "random", "group": "baseline", "seed": 3},
+    {
+        "name": "sim-permille-Instant",
+        "backend": "simulated",
+        "group": "open-weights",
+        "seed": 5,
+        "skill": 0.9,
+        "quirks": ["per_mille", "fence"],
+    },
+    {
+        "name": "sim-chatty-Thinking",
+        "backend": "simulated",
+        "group": "proprietary",
+        "seed": 6,
+        "skill": 0.6,
+        "quirks": ["think", "alias_keys", "reversed_corners"],
+        "video_mode": "frames",
+        "video_frames": 4,
+    },
+]
+
+
+def _write_config(workdir: Path, models: list[dict]) -> None:
+    config = {
+        "data_root": str(REPO / "resources" / "demo"),
+        "cache_dir": "results/cache",
+        "tables": {"formats": ["csv", "md"]},
+        "models": models,
+    }
+    (workdir / "config").mkdir(parents=True, exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
+    return result
+
+
+def _planned_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job a dry run would execute."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", output):
+        match = re.match(r"(?:local)?rule (\w+):", block.strip())
+        if not match:
+            continue
+        wildcards = {}
+        found = re.search(r"wildcards: (.*)", block)
+        if found:
+            for pair in found.group(1).split(", "):
+                key, _, value = pair.partition("=")
+                wildcards[key.strip()] = value.strip()
+        jobs.append((match.group(1), wildcards))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("workflow")
+    _write_config(workdir, MODELS)
+    _snakemake(workdir)
+    return workdir
+
+
+def test_tables_and_metrics_are_produced(demo_run: Path) -> None:
+    tables = demo_run / "results" / "tables"
+    for name in ("image_main", "video_main", "audit", "audit_gains", "overall"):
+        assert (tables / f"{name}.csv").is_file(), name
+        assert (tables / f"{name}.md").is_file(), name
+    metrics = pd.read_parquet(demo_run / "results" / "metrics" / "metrics.parquet")
+    assert set(metrics["model"]) == {m["name"] for m in MODELS}
+    key = ["model", "task", "parse", "stratum", "metric"]
+    assert not metrics.duplicated(key).any()
+    assert metrics["value"].between(0, 1).all()
+
+
+def test_oracle_scores_100_everywhere(demo_run: Path) -> None:
+    metrics = pd.read_parquet(demo_run / "results" / "metrics" / "metrics.parquet")
+    oracle = metrics[metrics["model"] == "oracle"]
+    assert len(oracle) > 100
+    imperfect = oracle[oracle["value"] != 1.0]
+    assert imperfect.empty, imperfect.to_string()
+    image = pd.read_csv(demo_run / "results" / "tables" / "image_main.csv", index_col="run")
+    values = image.drop(columns=["Group", "Model"])
+    assert (values.loc["oracle"] == 1.0).all()
+    assert values.shape[1] == 4 * 3 + 4
+
+
+def test_random_is_near_chance(demo_run: Path) -> None:
+    metrics = pd.read_parquet(demo_run / "results" / "metrics" / "metrics.parquet")
+    chosen = metrics[
+        (metrics["model"] == "random")
+        & (metrics["metric"] == "option_acc")
+        & (metrics["parse"] == "compatible")
+        & (metrics["stratum"] == "all")
+    ]
+    assert len(chosen) == 4
+    # 64 four-way questions: chance is 0.25 (binomial sd ~0.054).
+    assert 0.1 <= chosen["value"].mean() <= 0.4
+
+
+def test_per_mille_run_recovers_under_compatible_parse(demo_run: Path) -> None:
+    audit = pd.read_csv(demo_run / "results" / "tables" / "audit.csv", index_col="run")
+    row = audit.loc["sim-permille-Instant"]
+    assert row["Scale"].startswith("per_mille")
+    assert row["Compatible BBox Acc@0.5"] > row["Original BBox Acc@0.5"] + 0.3
+    assert row["Strict BBox Acc@0.5"] == 0.0  # fenced: never strict-valid
+
+
+def test_second_run_has_nothing_to_do(demo_run: Path) -> None:
+    result = _snakemake(demo_run, "--dry-run")
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
+    changed = [dict(m) for m in MODELS]
+    changed[2]["skill"] = 0.5
+    _write_config(demo_run, changed)
+    try:
+        result = _snakemake(demo_run, "--dry-run")
+    finally:
+        _write_config(demo_run, MODELS)
+    jobs = _planned_jobs(result.stdout)
+    models = {w.get("model") for rule, w in jobs if "model" in w}
+    assert models == {"sim-permille-Instant"}
+    infer_tasks = {w["task"] for rule, w in jobs if rule == "infer"}
+    assert len(infer_tasks) == 6
+    rules = {rule for rule, _ in jobs}
+    assert rules == {"infer", "parse", "score", "collect_metrics", "tables"}
+
+
+def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_run: Path) -> None:
+    changed = [dict(m) for m in MODELS]
+    changed[3]["video_frames"] = 6
+    _write_config(demo_run, changed)
+    try:
+        result = _snakemake(demo_run, "--dry-run")
+    finally:
+        _write_config(demo_run, MODELS)
+    jobs = _planned_jobs(result.stdout)
+    infer = {(w["model"], w["task"]) for rule, w in jobs if rule == "infer"}
+    assert infer == {
+        ("sim-chatty-Thinking", "behavior"),
+        ("sim-chatty-Thinking", "landmark_visibility"),
+    }
+    assert ("prepare_videos", {"vmode": "frames6"}) in jobs
