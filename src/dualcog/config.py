@@ -55,6 +55,17 @@ NON_ANSWER_KEYS = frozenset(
         "timeout",
         "bbox_scale",
         "tasks",
+        # endpoint and credentials: a local server on a new port answers the same
+        "key",
+        "api_base",
+        "base_url",
+        "api_source",
+        "rate_limit_burst",
+        "retry_backoff_s",
+        "retry_backoff_max_s",
+        "progress_every_s",
+        "notes",
+        "description",
     }
 )
 _ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")

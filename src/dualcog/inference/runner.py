@@ -1,0 +1,76 @@
+"""`run_model`: one model run over a prompts frame, dispatched to its backend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dualcog.inference.common import ProgressFn, ProgressReporter, responses_frame
+from dualcog.inference.offline import offline_row
+from dualcog.inference.openai_backend import OpenAIRunner
+from dualcog.inference.replay import replay_rows
+
+OFFLINE_BACKENDS = ("oracle", "random", "simulated")
+BACKENDS = (*OFFLINE_BACKENDS, "replay", "openai")
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return frame.to_dict(orient="records")
+
+
+def run_model(
+    model: Mapping[str, Any],
+    prompts: pd.DataFrame,
+    samples: pd.DataFrame,
+    media_store: Path,
+    cache_dir: Path,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
+    """Responses (schemas.RESPONSES) of one model run, one row per prompt row, in order."""
+    if "name" not in model or not model["name"]:
+        raise ValueError("a model config needs a `name` (the run name)")
+    backend = model.get("backend")
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"model {model['name']!r}: unknown backend {backend!r} (one of {BACKENDS})"
+        )
+    prompt_rows = _records(prompts)
+    duplicated = prompts["sample_id"].duplicated()
+    if duplicated.any():
+        first = prompts.loc[duplicated, "sample_id"].iloc[0]
+        raise ValueError(f"prompts hold sample {first!r} more than once")
+    if backend in OFFLINE_BACKENDS:
+        return responses_frame(_offline(model, backend, prompt_rows, samples, progress))
+    if backend == "replay":
+        return responses_frame(replay_rows(model, prompt_rows, progress))
+    runner = OpenAIRunner(model, Path(media_store))
+    rows_by_index: dict[int, dict[str, Any]] = {}
+    for task in dict.fromkeys(row["task"] for row in prompt_rows):
+        indices = [i for i, row in enumerate(prompt_rows) if row["task"] == task]
+        task_rows = runner.run([prompt_rows[i] for i in indices], Path(cache_dir), task, progress)
+        rows_by_index.update(zip(indices, task_rows, strict=True))
+    return responses_frame([rows_by_index[i] for i in range(len(prompt_rows))])
+
+
+def _offline(
+    model: Mapping[str, Any],
+    backend: str,
+    prompt_rows: list[dict[str, Any]],
+    samples: pd.DataFrame,
+    progress: ProgressFn | None,
+) -> list[dict[str, Any]]:
+    by_id = {row["sample_id"]: row for row in _records(samples)}
+    reporter = ProgressReporter(f"{model['name']}/{backend}", len(prompt_rows), progress)
+    rows = []
+    for prompt in prompt_rows:
+        sample = by_id.get(prompt["sample_id"])
+        if sample is None:
+            raise KeyError(f"sample {prompt['sample_id']!r} is in the prompts but not the samples")
+        rows.append(offline_row(model, backend, prompt, sample))
+        reporter.add("ok")
+    if reporter.done != reporter.last_reported_done:
+        reporter.report()
+    return rows

@@ -1,0 +1,454 @@
+"""`openai` backend against a real HTTP server on loopback, the response cache, rate limits."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dualcog import schemas
+from dualcog.inference import (
+    build_messages,
+    cache_path,
+    media_path,
+    request_settings,
+    run_model,
+)
+from dualcog.inference.ratelimit import RateLimiter, TokenBucket
+
+SECRET = "sk-test-Zq8Xv2Lp9Rt4Wm7Nc3Bd"
+IMAGE_BYTES = b"\xff\xd8\xff\xe0fake-jpeg"
+VIDEO_BYTES = b"\x00\x00\x00\x18ftypmp42fake"
+
+Reply = tuple[int, dict, dict]  # status, JSON body, headers
+
+
+def completion(text: str | None, **message: object) -> dict:
+    return {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, **message},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
+
+
+def echo_reply(body: dict, count: int) -> Reply:
+    """200 with a text naming the prompt, so each row can be checked against its sample."""
+    user_text = body["messages"][-1]["content"][0]["text"]
+    return 200, completion(f'{{"echo":"{user_text}"}}'), {}
+
+
+class LoopbackServer:
+    """POST /v1/chat/completions on 127.0.0.1; `responder(body, n_for_this_prompt)` decides."""
+
+    def __init__(self, responder: Callable[[dict, int], Reply] = echo_reply) -> None:
+        self.responder = responder
+        self.bodies: list[dict] = []
+        self.headers: list[dict] = []
+        self.per_prompt: dict[str, int] = {}
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                with server.lock:
+                    server.bodies.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    prompt = body["messages"][-1]["content"]
+                    marker = prompt[0]["text"] if isinstance(prompt, list) else str(prompt)
+                    server.per_prompt[marker] = server.per_prompt.get(marker, 0) + 1
+                    count = server.per_prompt[marker]
+                if self.path != "/v1/chat/completions":
+                    status, payload, headers = 404, {"error": {"message": "no route"}}, {}
+                else:
+                    status, payload, headers = server.responder(body, count)
+                if headers.get("X-Delay"):
+                    threading.Event().wait(float(headers["X-Delay"]))
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and left
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> int:
+        with self.lock:
+            return len(self.bodies)
+
+    def __enter__(self) -> LoopbackServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+@pytest.fixture
+def media_store(tmp_path: Path) -> Path:
+    store = tmp_path / "media"
+    for key, kind, data in (
+        ("aa" + "1" * 62, "image", IMAGE_BYTES),
+        ("bb" + "2" * 62, "video", VIDEO_BYTES),
+    ):
+        path = media_path(store, key, kind)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return store
+
+
+def make_prompts(count: int, task: str = "behavior") -> pd.DataFrame:
+    rows = [
+        {
+            "sample_id": f"s{i:03d}",
+            "task": task,
+            "request_key": f"rk{i:03d}",
+            "system_text": "You are a UAV.",
+            "user_text": f"prompt {i:03d}",
+            "media_keys": ["aa" + "1" * 62, "bb" + "2" * 62, "aa" + "1" * 62],
+            "media_kinds": ["image", "video", "frames"],
+            "offered_option_ids": ["A", "B"],
+        }
+        for i in range(count)
+    ]
+    return schemas.to_table(pd.DataFrame(rows), schemas.PROMPTS).to_pandas()
+
+
+def make_model(server: LoopbackServer, **overrides: object) -> dict:
+    model = {
+        "name": "Qwen3-VL-8B-Instant",
+        "backend": "openai",
+        "family": "qwen_vllm",
+        "api_base": server.api_base,
+        "api_key": "${DUALCOG_TEST_KEY}",
+        "max_retries": 2,
+        "retry_backoff_s": 0.001,
+        "concurrency": 2,
+    }
+    model.update(overrides)
+    return model
+
+
+@pytest.fixture(autouse=True)
+def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
+
+
+def run(model: dict, prompts: pd.DataFrame, media: Path, cache: Path, progress=None):
+    out = run_model(model, prompts, pd.DataFrame(), media, cache, progress)
+    schemas.to_table(out, schemas.RESPONSES)
+    assert list(out.sample_id) == list(prompts.sample_id)
+    assert SECRET not in out.to_json()
+    return out
+
+
+def test_request_body_shape_for_an_instant_qwen_vllm_run(server, media_store, tmp_path):
+    model = make_model(
+        server, extra_body={"top_k": 1, "chat_template_kwargs": {"add_vision_id": True}}
+    )
+    out = run(model, make_prompts(2), media_store, tmp_path / "cache")
+    assert list(out.status) == ["ok", "ok"]
+    assert list(out.raw_text) == ['{"echo":"prompt 000"}', '{"echo":"prompt 001"}']
+    assert list(out.attempts) == [1, 1] and list(out.prompt_tokens) == [11, 11]
+    assert list(out.completion_tokens) == [7, 7] and list(out.finish_reason) == ["stop", "stop"]
+    assert (out.backend == "openai").all() and (out.model == "Qwen3-VL-8B-Instant").all()
+    assert (out.latency_ms > 0).all()
+
+    body = sorted(server.bodies, key=lambda b: b["messages"][1]["content"][0]["text"])[0]
+    assert body["model"] == "Qwen3-VL-8B"  # run name without the mode suffix
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+    assert body["chat_template_kwargs"] == {"enable_thinking": False, "add_vision_id": True}
+    assert body["top_k"] == 1
+    system, user = body["messages"]
+    assert system == {"role": "system", "content": "You are a UAV."}
+    assert user["role"] == "user"
+    image_uri = "data:image/jpeg;base64," + base64.b64encode(IMAGE_BYTES).decode()
+    video_uri = "data:video/mp4;base64," + base64.b64encode(VIDEO_BYTES).decode()
+    assert user["content"] == [
+        {"type": "text", "text": "prompt 000"},
+        {"type": "image_url", "image_url": {"url": image_uri}},
+        {"type": "video_url", "video_url": {"url": video_uri}},
+        {"type": "image_url", "image_url": {"url": image_uri}},
+    ]
+    assert all(h["authorization"] == f"Bearer {SECRET}" for h in server.headers)
+
+
+def test_settings_from_config():
+    model = {
+        "name": "Qwen3-VL-8B-Instant",
+        "family": "qwen_vllm",
+        "api_key": "${DUALCOG_TEST_KEY}",
+        "request_model": "qwen/served",
+        "temperature": 0.2,
+        "max_tokens": None,
+    }
+    settings = request_settings(model)
+    assert settings.request_model == "qwen/served" and settings.temperature == 0.2
+    assert settings.max_tokens is None and SECRET not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("family", "mode", "expected"),
+    [
+        ("qwen_vllm", "Thinking", {}),
+        ("dashscope", "Instant", {"enable_thinking": False}),
+        ("dashscope", "Thinking", {"enable_thinking": True, "thinking_budget": 4000}),
+        ("intern_s1", "Instant", {"thinking_mode": False}),
+        ("glm", "Instant", {"thinking": {"type": "disabled"}}),
+        ("glm", "Thinking", {}),
+        ("openrouter", "Instant", {"reasoning": {"enabled": False}}),
+        ("openrouter", "Thinking", {"reasoning": {"enabled": True}}),
+        ("openrouter", "Reasoning", {"reasoning": {"effort": "low"}}),
+        ("internvl", "Instant", {"continue_final_message": True, "add_generation_prompt": False}),
+    ],
+)
+def test_mode_suffix_switch_per_family(family, mode, expected):
+    settings = request_settings({"name": f"M-{mode}", "backend": "openai", "family": family})
+    assert settings.extra_body == expected
+    assert settings.request_model == "M"
+
+
+def test_internvl_instant_prefills_an_empty_think_block(media_store):
+    settings = request_settings({"name": "InternVL3-Instant", "family": "internvl"})
+    messages = build_messages(make_prompts(1).iloc[0].to_dict(), settings, media_store)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    assert messages[-1]["content"] == "<think>\n</think>\n"
+    thinking = request_settings(
+        {"name": "InternVL3-Thinking", "family": "internvl", "thinking_system_prefix": "THINK. "}
+    )
+    messages = build_messages(make_prompts(1).iloc[0].to_dict(), thinking, media_store)
+    assert messages[0]["content"] == "THINK. You are a UAV." and len(messages) == 2
+
+
+def test_missing_system_prompt_sends_no_system_message(server, media_store, tmp_path):
+    prompts = make_prompts(2)
+    prompts.loc[0, "system_text"] = None
+    prompts = schemas.to_table(prompts, schemas.PROMPTS).to_pandas()
+    run(make_model(server), prompts, media_store, tmp_path / "c")
+    roles = {
+        b["messages"][-1]["content"][0]["text"]: [m["role"] for m in b["messages"]]
+        for b in server.bodies
+    }
+    assert roles == {"prompt 000": ["user"], "prompt 001": ["system", "user"]}
+
+
+def test_empty_prompt_set(server, media_store, tmp_path):
+    out = run(make_model(server), make_prompts(0), media_store, tmp_path / "c")
+    assert out.empty and list(out.columns) == schemas.RESPONSES.names and server.requests == 0
+
+
+def test_config_errors_name_fields_not_secrets(monkeypatch):
+    with pytest.raises(ValueError, match="no `family`"):
+        request_settings({"name": "M-Instant"})
+    with pytest.raises(ValueError, match="unknown family"):
+        request_settings({"name": "M", "family": "qwen"})
+    with pytest.raises(ValueError, match="thinking_system_prefix"):
+        request_settings({"name": "M-Thinking", "family": "internvl"})
+    monkeypatch.delenv("DUALCOG_TEST_KEY")
+    with pytest.raises(ValueError, match=r"\$\{DUALCOG_TEST_KEY\}, which is not set"):
+        request_settings({"name": "M", "api_key": "${DUALCOG_TEST_KEY}"})
+
+
+def test_retry_after_429_then_ok(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        if count == 1:
+            return 429, {"error": {"message": "rate limited"}}, {"Retry-After": "0"}
+        return echo_reply(body, count)
+
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server), make_prompts(3), media_store, tmp_path / "c")
+    assert list(out.status) == ["ok"] * 3 and list(out.attempts) == [2] * 3
+    assert server.requests == 6
+
+
+def test_500_exhausts_retries_without_leaking_the_key(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        # A careless proxy echoing the credential back in its error text.
+        return 500, {"error": {"message": f"upstream failed for key {SECRET}"}}, {}
+
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server, max_retries=2), make_prompts(2), media_store, tmp_path / "c")
+    assert server.requests == 6  # 1 + 2 retries each
+    assert list(out.status) == ["error", "error"]
+    assert list(out.error_type) == ["http_500", "http_500"]
+    assert out.raw_text.isna().all() and list(out.attempts) == [3, 3]
+    assert all("upstream failed" in m and SECRET not in m for m in out.error_message)
+    assert "***" in out.error_message.iloc[0]
+
+
+def test_400_is_not_retried(media_store, tmp_path):
+    with LoopbackServer(lambda b, n: (400, {"error": {"message": "bad image"}}, {})) as server:
+        out = run(make_model(server), make_prompts(1), media_store, tmp_path / "c")
+    assert server.requests == 1 and out.error_type.iloc[0] == "http_400"
+
+
+def test_timeout_and_connection_errors(media_store, tmp_path):
+    with LoopbackServer(lambda b, n: (200, completion("late"), {"X-Delay": "1.0"})) as server:
+        model = make_model(server, timeout=0.2, max_retries=0)
+        out = run(model, make_prompts(1), media_store, tmp_path / "c1")
+    assert out.status.iloc[0] == "error" and out.error_type.iloc[0] == "timeout"
+    assert pd.isna(out.raw_text.iloc[0])
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    model = {
+        **make_model(server, max_retries=1),
+        "api_base": f"http://127.0.0.1:{closed_port}/v1",
+    }
+    out = run(model, make_prompts(1), media_store, tmp_path / "c2")
+    assert out.error_type.iloc[0] == "connection" and out.attempts.iloc[0] == 2
+
+
+def test_empty_content_stays_empty_and_bad_responses_are_errors(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        text = body["messages"][-1]["content"][0]["text"]
+        if text == "prompt 000":
+            return 200, completion(None, reasoning_content='{"answer_option_id":"A"}'), {}
+        if text == "prompt 001":
+            return 200, completion(""), {}
+        return 200, {"id": "x", "object": "chat.completion", "choices": []}, {}
+
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server), make_prompts(3), media_store, tmp_path / "c")
+    assert list(out.status) == ["ok", "ok", "error"]
+    assert list(out.raw_text.iloc[:2]) == ["", ""]
+    assert out.error_type.iloc[2] == "bad_response" and server.requests == 3
+
+
+def test_cache_replays_ok_rows_and_retries_errors(server, media_store, tmp_path):
+    cache = tmp_path / "cache"
+    prompts = make_prompts(6)
+    lines: list[str] = []
+    first = run(make_model(server), prompts, media_store, cache, lines.append)
+    assert server.requests == 6
+    assert lines[-1].startswith("Qwen3-VL-8B-Instant/behavior: 6/6 done, ok=6, errors=0")
+    # Settings that do not change answers do not invalidate the cache.
+    relaxed = make_model(server, concurrency=1, rpm_limit=6000, api_key="EMPTY", max_retries=0)
+    second = run(relaxed, prompts, media_store, cache)
+    assert server.requests == 6
+    pd.testing.assert_frame_equal(first, second)
+    # A setting that does (temperature) sends everything again.
+    run(make_model(server, temperature=0.7), prompts, media_store, cache)
+    assert server.requests == 12
+    path = cache_path(cache, "Qwen3-VL-8B-Instant", "behavior")
+    assert SECRET not in path.read_text()
+
+
+def test_errors_are_not_reused(media_store, tmp_path):
+    def flaky(body: dict, count: int) -> Reply:
+        if body["messages"][-1]["content"][0]["text"] == "prompt 001":
+            return 503, {"error": {"message": "overloaded"}}, {}
+        return echo_reply(body, count)
+
+    cache = tmp_path / "cache"
+    with LoopbackServer(flaky) as server:
+        out = run(make_model(server, max_retries=0), make_prompts(3), media_store, cache)
+    assert list(out.status) == ["ok", "error", "ok"]
+    with LoopbackServer() as server:
+        out = run(make_model(server), make_prompts(3), media_store, cache)
+        assert server.requests == 1 and server.bodies[0]["messages"][1]["content"][0]["text"] == (
+            "prompt 001"
+        )
+    assert list(out.status) == ["ok"] * 3
+
+
+def test_resume_after_a_crash_sends_only_the_rest(server, media_store, tmp_path, caplog):
+    cache = tmp_path / "cache"
+    prompts = make_prompts(8)
+    model = make_model(server, concurrency=1)
+    complete = run(model, prompts, media_store, cache)
+    path = cache_path(cache, model["name"], "behavior")
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 8
+    # Crash mid-write: three whole lines, then half of the fourth.
+    path.write_bytes(b"".join(lines[:3]) + lines[3][: len(lines[3]) // 2])
+    with caplog.at_level(logging.WARNING, logger="dualcog.inference.cache"):
+        resumed = run(model, prompts, media_store, cache)
+    assert "torn last line" in caplog.text
+    assert server.requests == 8 + 5
+    pd.testing.assert_frame_equal(
+        complete.drop(columns=["latency_ms"]), resumed.drop(columns=["latency_ms"])
+    )
+    reread = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(reread) == 8 and len({entry["sample_id"] for entry in reread}) == 8
+    # A third run after the resume needs nothing.
+    run(model, prompts, media_store, cache)
+    assert server.requests == 13
+
+
+def test_token_bucket_spaces_requests_at_the_limit():
+    now = [0.0]
+    sleeps: list[float] = []
+    bucket = TokenBucket(10.0, 1.0, clock=lambda: now[0], sleep=sleeps.append)
+    waits = [bucket.reserve() for _ in range(4)]  # four threads arriving at once
+    assert waits == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    now[0] = 10.0  # long idle: the bucket refills only up to its capacity (no burst)
+    assert [bucket.reserve() for _ in range(2)] == pytest.approx([0.0, 0.1])
+
+
+def test_rate_limiter_rpm_tpm_and_reserve():
+    now = [0.0]
+    sleeps: list[float] = []
+    limiter = RateLimiter(
+        {
+            "rpm_limit": 120,
+            "rate_limit_reserve_ratio": 0.5,  # 60 rpm usable: one request a second
+            "tpm_limit": 6000,  # 3000 usable tokens/min = 50 tokens/s
+            "estimated_tokens_per_request": 100,
+        },
+        clock=lambda: now[0],
+        sleep=sleeps.append,
+    )
+    limiter.acquire()
+    limiter.acquire()
+    # Second request: 1 s for the request bucket, then 100 tokens at 50/s = 2 s.
+    assert sleeps == pytest.approx([1.0, 2.0])
+    limiter.record_usage(400)  # 300 tokens more than estimated: 6 s more of debt
+    assert limiter.tokens is not None
+    assert limiter.tokens.reserve(100) == pytest.approx(2.0 + 6.0 + 2.0)
+    with pytest.raises(ValueError, match="estimated_tokens_per_request"):
+        RateLimiter({"tpm_limit": 1000})

@@ -1,0 +1,141 @@
+"""`replay` backend: our files and the authors' responses.jsonl (PROTOCOL §10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dualcog import schemas
+from dualcog.inference import run_model
+
+
+def _prompts(sample_ids: list[str]) -> pd.DataFrame:
+    rows = [
+        {
+            "sample_id": sid,
+            "task": "self_position",
+            "request_key": f"rk-{sid}",
+            "system_text": "s",
+            "user_text": "u",
+            "media_keys": [],
+            "media_kinds": [],
+            "offered_option_ids": ["A", "B", "C", "D"],
+        }
+        for sid in sample_ids
+    ]
+    return schemas.to_table(pd.DataFrame(rows), schemas.PROMPTS).to_pandas()
+
+
+def _authors_line(sample_id: str, status: str, text: str | None, **raw: object) -> str:
+    return json.dumps(
+        {
+            "run_id": "run_20250101",
+            "sample_id": sample_id,
+            "request_status": status,
+            "latency_ms": 812.5,
+            "raw_text": text,
+            "raw_response": {
+                "finish_reason": "stop",
+                "usage": {"prompt_tokens": 1200, "completion_tokens": 40},
+                "request_retry_attempts": 0,
+                **raw,
+            },
+        }
+    )
+
+
+def _replay(path: Path | list[Path], prompts: pd.DataFrame, progress=None) -> pd.DataFrame:
+    paths = [str(p) for p in path] if isinstance(path, list) else str(path)
+    model = {"name": "Authors-Run-Instant", "backend": "replay", "replay": paths}
+    out = run_model(model, prompts, pd.DataFrame(), Path("."), Path("."), progress)
+    schemas.to_table(out, schemas.RESPONSES)
+    return out
+
+
+def test_authors_format_last_ok_row_wins(tmp_path):
+    source = tmp_path / "responses.jsonl"
+    source.write_text(
+        "\n".join(
+            [
+                _authors_line("s1", "ok", '{"answer_option_id":"A"}'),
+                _authors_line("s2", "error", None, request_retry_errors=["429"]),
+                _authors_line("s1", "ok", '{"answer_option_id":"B"}'),  # resumed run appended
+                _authors_line("s3", "ok", ""),  # empty content is still a response
+                _authors_line("s1", "error", None),  # a later error does not replace an ok
+                _authors_line("zz_other_task", "ok", "{}"),
+                "",
+            ]
+        )
+        + "\n"
+    )
+    lines: list[str] = []
+    out = _replay(source, _prompts(["s1", "s2", "s3", "s4"]), lines.append).set_index("sample_id")
+    assert out.loc["s1", "raw_text"] == '{"answer_option_id":"B"}'
+    assert out.loc["s1", "status"] == "ok"
+    assert out.loc["s1", "latency_ms"] == 812.5
+    assert out.loc["s1", "prompt_tokens"] == 1200 and out.loc["s1", "completion_tokens"] == 40
+    assert out.loc["s1", "finish_reason"] == "stop"
+    assert out.loc["s3", "status"] == "ok" and out.loc["s3", "raw_text"] == ""
+    for missing in ("s2", "s4"):
+        assert out.loc[missing, "status"] == "missing"
+        assert out.loc[missing, "error_type"] == "no_response_in_source"
+        assert pd.isna(out.loc[missing, "raw_text"])
+    assert (out["backend"] == "replay").all() and (out["model"] == "Authors-Run-Instant").all()
+    assert any("ignored 1 rows for 1 sample ids" in line for line in lines)
+
+
+def test_several_files_are_read_in_order(tmp_path):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(_authors_line("s1", "ok", "old") + "\n")
+    second.write_text(_authors_line("s1", "ok", "new") + "\n")
+    assert _replay([first, second], _prompts(["s1"])).raw_text.iloc[0] == "new"
+    assert _replay([second, first], _prompts(["s1"])).raw_text.iloc[0] == "old"
+
+
+def test_parquet_source_with_our_columns(tmp_path):
+    source = tmp_path / "responses.parquet"
+    pd.DataFrame(
+        {
+            "sample_id": ["s1", "s2", "s2"],
+            "raw_text": ['{"a":1}', None, "late"],
+            "status": ["ok", "error", "ok"],
+            "attempts": [2, 1, 1],
+        }
+    ).to_parquet(source)
+    out = _replay(source, _prompts(["s1", "s2"]))
+    assert list(out.raw_text) == ['{"a":1}', "late"]
+    assert list(out.attempts) == [2, 1]
+
+
+def test_plain_jsonl_without_status_counts_rows_with_text(tmp_path):
+    source = tmp_path / "plain.jsonl"
+    source.write_text(
+        json.dumps({"sample_id": "s1", "raw_text": "x"})
+        + "\n"
+        + json.dumps({"sample_id": "s2", "raw_text": None})
+        + "\n"
+    )
+    out = _replay(source, _prompts(["s1", "s2"]))
+    assert list(out.status) == ["ok", "missing"]
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    source = tmp_path / "responses.jsonl"
+    source.write_text(_authors_line("s1", "ok", "x") + "\n\n" + '{"sample_id": "s2", "raw_te\n')
+    with pytest.raises(ValueError, match=r"responses\.jsonl:3: malformed JSON line"):
+        _replay(source, _prompts(["s1"]))
+    source.write_text(json.dumps({"raw_text": "no id"}) + "\n")
+    with pytest.raises(ValueError, match=r"responses\.jsonl:1: row has no string sample_id"):
+        _replay(source, _prompts(["s1"]))
+
+
+def test_missing_source_and_missing_setting(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        _replay(tmp_path / "nope.jsonl", _prompts(["s1"]))
+    with pytest.raises(ValueError, match="needs `replay`"):
+        run_model(
+            {"name": "r", "backend": "replay"}, _prompts(["s1"]), pd.DataFrame(), tmp_path, tmp_path
+        )
