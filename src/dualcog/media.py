@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 import shutil
+import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -73,7 +73,8 @@ def encode_image(image: Image.Image, settings: ImageSettings) -> bytes:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    # Unique per writer: two threads may prepare identical bytes from two source paths.
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
 
@@ -138,7 +139,7 @@ def prepare_video_file(source: str | Path, store: str | Path) -> str:
     target = store_path(store, key, "mp4")
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
         shutil.copyfile(source, tmp)
         tmp.replace(target)
     return key

@@ -1,0 +1,232 @@
+"""Parse one model run into the PARSED table (schemas.PARSED), plus its run-level audit info.
+
+Row layout: image samples get three rows (strict, compatible, legacy), video samples two
+(strict, compatible). A sample without an `ok` response gets stage `missing` in every mode.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from dualcog.parsing.compatible import finish_image_compatible
+from dualcog.parsing.fields import (
+    BehaviorParse,
+    ImageParse,
+    VisibilityParse,
+    missing_behavior,
+    missing_image,
+    missing_visibility,
+    offered_ids,
+)
+from dualcog.parsing.modes import (
+    parse_behavior_modes,
+    parse_visibility_modes,
+    recover_image_modes,
+)
+from dualcog.parsing.scale import CONFIGURABLE_SCALES, over_one, resolve_run_scale
+from dualcog.schemas import PARSED
+from dualcog.tasks import IMAGE_TASKS
+
+BEHAVIOR_TASK = "behavior"
+VISIBILITY_TASK = "landmark_visibility"
+_IMAGE_TASKS = frozenset(IMAGE_TASKS)
+
+_BOOL_COLUMNS = (
+    "all_valid",
+    "option_valid",
+    "bbox_valid",
+    "bbox_rescaled",
+    "bbox_reordered",
+    "answers_valid",
+    "count_valid",
+    "intervals_valid",
+)
+
+
+def latest_ok_responses(responses: pd.DataFrame | None) -> dict[str, str]:
+    """sample_id -> raw text of its last `ok` row (PROTOCOL §10); other rows are no response."""
+    texts: dict[str, str] = {}
+    if responses is None or len(responses) == 0:
+        return texts
+    # tolist(): iterating Arrow-backed string columns element by element is slow.
+    for sample_id, status, raw in zip(
+        responses["sample_id"].tolist(),
+        responses["status"].tolist(),
+        responses["raw_text"].tolist(),
+        strict=True,
+    ):
+        if status == "ok":
+            # An ok row without text is an empty answer, parsed like any other text.
+            texts[sample_id] = raw if isinstance(raw, str) else ""
+    return texts
+
+
+def offered_option_ids(options: Any) -> tuple[str, ...]:
+    """Option ids of a samples `options` cell (list / numpy array of dicts, or null)."""
+    if options is None or isinstance(options, float):
+        return ()
+    return tuple(option["option_id"] for option in options)
+
+
+class _Rows:
+    """Row tuples in PARSED column order, turned into columns once (no pandas per row)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def image(self, sample_id: str, task: str, parse: str, r: ImageParse) -> None:
+        self.rows.append(
+            (sample_id, task, parse, r.stage, r.option_valid and r.bbox_valid)
+            + (r.option_ids, r.option_valid, r.option_reason)
+            + (r.bbox, r.bbox_valid, r.bbox_reason, r.bbox_rescaled, r.bbox_reordered)
+            + (r.run_scale,)
+            + _NO_BEHAVIOR
+            + _NO_VISIBILITY
+        )
+
+    def behavior(self, sample_id: str, task: str, parse: str, r: BehaviorParse) -> None:
+        self.rows.append(
+            (sample_id, task, parse, r.stage, r.answers_valid)
+            + _NO_IMAGE
+            + (r.answers, r.answers_valid, r.answers_reason)
+            + _NO_VISIBILITY
+        )
+
+    def visibility(self, sample_id: str, task: str, parse: str, r: VisibilityParse) -> None:
+        self.rows.append(
+            (sample_id, task, parse, r.stage, r.count_valid and r.intervals_valid)
+            + _NO_IMAGE
+            + _NO_BEHAVIOR
+            + (r.visible_count, r.count_valid, r.count_reason)
+            + (r.visible_intervals, r.intervals_valid, r.intervals_reason)
+        )
+
+    def frame(self) -> pd.DataFrame:
+        names = PARSED.names
+        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(names)
+        frame = pd.DataFrame(
+            {
+                name: pd.Series(values, dtype=object)
+                for name, values in zip(names, columns, strict=True)
+            }
+        )
+        for name in _BOOL_COLUMNS:
+            frame[name] = frame[name].astype("boolean")
+        frame["visible_count"] = frame["visible_count"].astype("Int64")
+        return frame
+
+
+_IMAGE_COLUMNS = (
+    "option_ids",
+    "option_valid",
+    "option_reason",
+    "bbox",
+    "bbox_valid",
+    "bbox_reason",
+    "bbox_rescaled",
+    "bbox_reordered",
+    "run_scale",
+)
+_BEHAVIOR_COLUMNS = ("answers", "answers_valid", "answers_reason")
+_VISIBILITY_COLUMNS = (
+    "visible_count",
+    "count_valid",
+    "count_reason",
+    "visible_intervals",
+    "intervals_valid",
+    "intervals_reason",
+)
+_NO_IMAGE = (None,) * len(_IMAGE_COLUMNS)
+_NO_BEHAVIOR = (None,) * len(_BEHAVIOR_COLUMNS)
+_NO_VISIBILITY = (None,) * len(_VISIBILITY_COLUMNS)
+
+
+def parse_run(
+    samples: pd.DataFrame, responses: pd.DataFrame | None, bbox_scale: str | None = None
+) -> tuple[pd.DataFrame, dict]:
+    """Parse one model run in every mode.
+
+    `samples`: the SAMPLES rows of the tasks this run answered; `responses`: RESPONSES rows
+    (a sample without an `ok` row is missing); `bbox_scale`: the model config's declared
+    scale (norm | per_mille | pixel640x480), skipping the §3.3 inference.
+    Returns (frame conforming to schemas.PARSED, run info: scale, scale_source, n_boxes,
+    n_over_one, stage_counts per parse mode).
+    """
+    if bbox_scale is not None and bbox_scale not in CONFIGURABLE_SCALES:
+        raise ValueError(f"bbox_scale must be one of {CONFIGURABLE_SCALES}, got {bbox_scale!r}")
+    texts = latest_ok_responses(responses)
+
+    # Pass 1: everything but the compatible image boxes, which wait for the run's scale.
+    parsed: list[tuple[str, str, Any]] = []
+    evidence: list[list[float]] = []
+    for sample_id, task, options in zip(
+        samples["sample_id"].tolist(),
+        samples["task"].tolist(),
+        samples["options"].tolist(),
+        strict=True,
+    ):
+        raw = texts.get(sample_id)
+        if task in _IMAGE_TASKS:
+            if raw is None:
+                modes: Any = None
+            else:
+                modes = recover_image_modes(raw, offered_ids(offered_option_ids(options)))
+                box = modes[1].scale_evidence
+                if box is not None:
+                    evidence.append(box)
+        elif task == BEHAVIOR_TASK:
+            if raw is None:
+                modes = (missing_behavior(), missing_behavior())
+            else:
+                modes = parse_behavior_modes(raw, offered_option_ids(options))
+        elif task == VISIBILITY_TASK:
+            modes = (
+                (missing_visibility(), missing_visibility())
+                if raw is None
+                else parse_visibility_modes(raw)
+            )
+        else:
+            raise ValueError(f"sample {sample_id!r}: unknown task {task!r}")
+        parsed.append((sample_id, task, modes))
+
+    n_over_one = len(over_one(evidence))
+    if bbox_scale is None:
+        scale, scale_source = resolve_run_scale(evidence), "inferred"
+    else:
+        scale, scale_source = bbox_scale, "config"
+
+    # Pass 2: rows in sample order.
+    columns = _Rows()
+    for sample_id, task, modes in parsed:
+        if task in _IMAGE_TASKS:
+            if modes is None:
+                strict, compatible, legacy = missing_image(), missing_image(scale), missing_image()
+            else:
+                strict, recovery, legacy = modes
+                compatible = finish_image_compatible(recovery, scale)
+            columns.image(sample_id, task, "strict", strict)
+            columns.image(sample_id, task, "compatible", compatible)
+            columns.image(sample_id, task, "legacy", legacy)
+        elif task == BEHAVIOR_TASK:
+            columns.behavior(sample_id, task, "strict", modes[0])
+            columns.behavior(sample_id, task, "compatible", modes[1])
+        else:
+            columns.visibility(sample_id, task, "strict", modes[0])
+            columns.visibility(sample_id, task, "compatible", modes[1])
+
+    frame = columns.frame()
+    stage_counts = {
+        mode: dict(sorted(Counter(frame.loc[frame["parse"] == mode, "stage"]).items()))
+        for mode in ("strict", "compatible", "legacy")
+    }
+    info = {
+        "scale": scale,
+        "scale_source": scale_source,
+        "n_boxes": len(evidence),
+        "n_over_one": n_over_one,
+        "stage_counts": stage_counts,
+    }
+    return frame, info
