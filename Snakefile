@@ -15,6 +15,6 @@ include: "rules/tables.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_outputs(),
-    default_target: True

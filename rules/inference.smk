@@ -4,15 +4,15 @@ rule infer:
         samples="results/benchmark/samples.parquet",
     output:
         "results/responses/{model}/{task}.parquet",
-    params:
-        settings=infer_settings,
-        media_store=config["media"]["store"],
-        cache_dir=config["cache_dir"],
-    resources:
-        api_slots=1,
     log:
         "results/logs/infer/{model}/{task}.log",
     conda:
         "../envs/dualcog.yaml"
+    resources:
+        api_slots=1,
+    params:
+        settings=infer_settings,
+        media_store=config["media"]["store"],
+        cache_dir=config["cache_dir"],
     script:
         "../scripts/infer.py"

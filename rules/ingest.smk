@@ -3,13 +3,13 @@ rule ingest:
         manifest_files(),
     output:
         "results/benchmark/samples.parquet",
-    params:
-        data_root=config["data_root"],
-        tasks=TASKS,
-        version=INGEST_VERSION,
     log:
         "results/logs/ingest.log",
     conda:
         "../envs/dualcog.yaml"
+    params:
+        data_root=lambda wildcards: config["data_root"],
+        tasks=TASKS,
+        version=INGEST_VERSION,
     script:
         "../scripts/ingest.py"

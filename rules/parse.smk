@@ -5,12 +5,12 @@ rule parse:
     output:
         parsed="results/parsed/{model}.parquet",
         run="results/parsed/{model}.run.json",
-    params:
-        bbox_scale=lambda wc: model_by_name(config, wc.model).get("bbox_scale"),
-        version=PARSER_VERSION,
     log:
         "results/logs/parse/{model}.log",
     conda:
         "../envs/dualcog.yaml"
+    params:
+        bbox_scale=lambda wc: model_by_name(config, wc.model).get("bbox_scale"),
+        version=PARSER_VERSION,
     script:
         "../scripts/parse.py"

@@ -3,14 +3,14 @@ rule prepare_images:
         "results/benchmark/samples.parquet",
     output:
         "results/media/images.parquet",
-    params:
-        settings=config["media"],
-        version=RENDER_VERSION,
-    threads: 2
     log:
         "results/logs/prepare_images.log",
     conda:
         "../envs/dualcog.yaml"
+    threads: 2
+    params:
+        settings=config["media"],
+        version=RENDER_VERSION,
     script:
         "../scripts/prepare_images.py"
 
@@ -20,14 +20,14 @@ rule prepare_videos:
         "results/benchmark/samples.parquet",
     output:
         "results/media/videos.{vmode}.parquet",
-    params:
-        settings=config["media"],
-        version=RENDER_VERSION,
-    threads: 2
     log:
         "results/logs/prepare_videos.{vmode}.log",
     conda:
         "../envs/dualcog.yaml"
+    threads: 2
+    params:
+        settings=config["media"],
+        version=RENDER_VERSION,
     script:
         "../scripts/prepare_videos.py"
 
@@ -38,14 +38,14 @@ rule render_image_prompts:
         images="results/media/images.parquet",
     output:
         "results/prompts/{task}.parquet",
-    wildcard_constraints:
-        task="|".join(IMAGE_TASKS),
-    params:
-        version=RENDER_VERSION,
     log:
         "results/logs/render/{task}.log",
+    wildcard_constraints:
+        task="|".join(IMAGE_TASKS),
     conda:
         "../envs/dualcog.yaml"
+    params:
+        version=RENDER_VERSION,
     script:
         "../scripts/render.py"
 
@@ -57,13 +57,13 @@ rule render_video_prompts:
         videos="results/media/videos.{vmode}.parquet",
     output:
         "results/prompts/{task}.{vmode}.parquet",
-    wildcard_constraints:
-        task="|".join(VIDEO_TASKS),
-    params:
-        version=RENDER_VERSION,
     log:
         "results/logs/render/{task}.{vmode}.log",
+    wildcard_constraints:
+        task="|".join(VIDEO_TASKS),
     conda:
         "../envs/dualcog.yaml"
+    params:
+        version=RENDER_VERSION,
     script:
         "../scripts/render.py"

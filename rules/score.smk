@@ -5,12 +5,12 @@ rule score:
     output:
         scores="results/scores/{model}.parquet",
         metrics="results/metrics/by_model/{model}.parquet",
-    params:
-        version=SCORER_VERSION,
     log:
         "results/logs/score/{model}.log",
     conda:
         "../envs/dualcog.yaml"
+    params:
+        version=SCORER_VERSION,
     script:
         "../scripts/score.py"
 

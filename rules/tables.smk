@@ -5,16 +5,19 @@ rule tables:
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
     output:
         table_outputs(),
-    params:
-        models=[
-            {k: m.get(k) for k in ("name", "display_name", "group", "reasoning_only", "backend")}
-            for m in config["models"]
-        ],
-        formats=config["tables"]["formats"],
-        version=TABLES_VERSION,
     log:
         "results/logs/tables.log",
     conda:
         "../envs/dualcog.yaml"
+    params:
+        models=[
+            {
+                k: m.get(k)
+                for k in ("name", "display_name", "group", "reasoning_only", "backend")
+            }
+            for m in config["models"]
+        ],
+        formats=config["tables"]["formats"],
+        version=TABLES_VERSION,
     script:
         "../scripts/tables.py"

@@ -37,7 +37,6 @@ class Column:
     task: str
     metric: str
     parse: str = "compatible"
-    group: str = ""  # spanning header
 
 
 @dataclass
@@ -84,40 +83,60 @@ def _pivot(metrics: pd.DataFrame, columns: Iterable[Column], models: pd.Index) -
     return pd.DataFrame(data, index=models)
 
 
+TASK_ABBREVIATIONS = {
+    "landmark_position": "LP",
+    "future_observation": "FO",
+    "self_position": "SP",
+    "action_decision": "AD",
+    "composite_behavior": "Comp",
+    "atomic_behavior": "Atom",
+    "landmark_visibility": "Vis",
+    "position": "Pos",
+    "action_observation": "A-O",
+    "video": "Video",
+}
+
+
+def _legend(tasks: Iterable[str]) -> str:
+    names = []
+    for task in tasks:
+        scored = SCORED_BY_TASK.get(task)
+        title = scored.display_name if scored else f"dual family {task}"
+        names.append(f"{TASK_ABBREVIATIONS[task]} = {title}")
+    return "Columns: " + "; ".join(names) + "."
+
+
 def image_columns() -> list[Column]:
     columns = []
     for task in IMAGE_TASKS:
-        name = SCORED_BY_TASK[task].display_name
+        short = TASK_ABBREVIATIONS[task]
         columns += [
-            Column("Option Acc", task, "option_acc", group=name),
-            Column("BBox Acc@50", task, "bbox_acc50", group=name),
-            Column("BBox mIoU", task, "bbox_miou", group=name),
+            Column(f"{short} Option Acc", task, "option_acc"),
+            Column(f"{short} BBox Acc@50", task, "bbox_acc50"),
+            Column(f"{short} BBox mIoU", task, "bbox_miou"),
         ]
-    for family, title in (("position", "Position"), ("action_observation", "Action-Observation")):
+    for family in ("position", "action_observation"):
+        short = TASK_ABBREVIATIONS[family]
         columns += [
-            Column("Dual Semantic", family, "dual_semantic_acc", group=f"Dual: {title}"),
-            Column("Dual Evidence", family, "dual_evidence_acc", group=f"Dual: {title}"),
+            Column(f"{short} Dual Semantic", family, "dual_semantic_acc"),
+            Column(f"{short} Dual Evidence", family, "dual_evidence_acc"),
         ]
     return columns
 
 
 def video_columns() -> list[Column]:
     return [
-        Column("Composite Acc", "composite_behavior", "composite_acc", group="Composite Behavior"),
-        Column(
-            "Temporal F1@0.5", "composite_behavior", "temporal_f1_50", group="Composite Behavior"
-        ),
-        Column("mean tIoU", "composite_behavior", "mean_tiou", group="Composite Behavior"),
-        Column("Atomic F1", "atomic_behavior", "atomic_f1", group="Atomic Behavior"),
-        Column("Temporal F1@0.5", "atomic_behavior", "temporal_f1_50", group="Atomic Behavior"),
-        Column("mean tIoU", "atomic_behavior", "mean_tiou", group="Atomic Behavior"),
-        Column("Count Acc", "landmark_visibility", "count_acc", group="Landmark Visibility"),
-        Column(
-            "Segment F1@0.5", "landmark_visibility", "segment_f1_50", group="Landmark Visibility"
-        ),
-        Column("mean tIoU", "landmark_visibility", "mean_tiou", group="Landmark Visibility"),
-        Column("Dual Semantic", "video", "dual_semantic_acc", group="Dual: Video"),
-        Column("Dual Evidence", "video", "dual_evidence_acc", group="Dual: Video"),
+        Column("Comp Acc", "composite_behavior", "composite_acc"),
+        Column("Comp Temporal F1@0.5", "composite_behavior", "temporal_f1_50"),
+        Column("Comp mean tIoU", "composite_behavior", "mean_tiou"),
+        Column("Atom F1", "atomic_behavior", "atomic_f1"),
+        Column("Atom Temporal F1@0.5", "atomic_behavior", "temporal_f1_50"),
+        Column("Atom mean tIoU", "atomic_behavior", "mean_tiou"),
+        Column("Vis Count Acc", "landmark_visibility", "count_acc"),
+        Column("Vis Segment F1@0.5", "landmark_visibility", "segment_f1_50"),
+        Column("Vis mean tIoU", "landmark_visibility", "mean_tiou"),
+        Column("Video Dual Semantic", "video", "dual_semantic_acc"),
+        Column("Video Dual Evidence", "video", "dual_evidence_acc"),
     ]
 
 
@@ -131,26 +150,10 @@ def overall_columns() -> list[Column]:
     ]
 
 
-def _unique_headers(columns: list[Column]) -> list[Column]:
-    """Make headers unique by prefixing the spanning group where a header repeats."""
-    counts = pd.Series([c.header for c in columns]).value_counts()
-    return [
-        Column(
-            f"{c.group} | {c.header}" if counts[c.header] > 1 and c.group else c.header,
-            c.task,
-            c.metric,
-            c.parse,
-            c.group,
-        )
-        for c in columns
-    ]
-
-
 def build_main(
     name: str, title: str, metrics: pd.DataFrame, models: Sequence[Mapping], columns: list[Column]
 ) -> Table:
     rows = _model_rows(models)
-    columns = _unique_headers(columns)
     frame = _pivot(metrics, columns, rows.index)
     present = [c for c in columns if frame[c.header].notna().any()]
     frame = frame[[c.header for c in present]]
@@ -158,7 +161,9 @@ def build_main(
     frame = frame[keep]
     frame.insert(0, "Model", rows.loc[frame.index, "label"])
     frame.insert(0, "Group", rows.loc[frame.index, "group"])
-    return Table(name, title, frame, present, text_columns=["Group", "Model"])
+    tasks = list(dict.fromkeys(c.task for c in present if c.task in TASK_ABBREVIATIONS))
+    notes = [_legend(tasks)] if tasks else []
+    return Table(name, title, frame, present, text_columns=["Group", "Model"], notes=notes)
 
 
 def build_audit(
