@@ -70,6 +70,15 @@ def infer_settings(wildcards):
     return settings
 
 
+def replay_sources(wildcards):
+    """Replayed response files are inputs, so editing one reruns exactly its jobs."""
+    model = model_by_name(config, wildcards.model)
+    if model["backend"] != "replay":
+        return []
+    sources = model["replay"]
+    return [sources] if isinstance(sources, str) else list(sources)
+
+
 def responses_of(wildcards):
     model = model_by_name(config, wildcards.model)
     return [

@@ -2,6 +2,7 @@ rule infer:
     input:
         prompts=prompts_for,
         samples="results/benchmark/samples.parquet",
+        replay=replay_sources,
     output:
         "results/responses/{model}/{task}.parquet",
     log:

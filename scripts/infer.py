@@ -3,9 +3,23 @@
 from pathlib import Path
 
 from dualcog.config import model_by_name, validate_config
+from dualcog.errors import DualCogError
 from dualcog.inference import run_model
+from dualcog.media import missing_media
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
+
+
+def require_media(prompts, store):
+    """The media store is a cache beside Snakemake's outputs: say how to refill it."""
+    keys = [k for ks in prompts["media_keys"] for k in ks]
+    kinds = [k for ks in prompts["media_kinds"] for k in ks]
+    missing = missing_media(store, keys, kinds)
+    if missing:
+        raise DualCogError(
+            f"{len(missing)} prepared media files are missing from {store} (e.g. {missing[0]}); "
+            "refill the store with: snakemake --cores N --forcerun prepare_images prepare_videos"
+        )
 
 
 def main(sm):

@@ -311,6 +311,7 @@ class DemoPlan:
     json_files: dict[str, object] = field(default_factory=dict)
     images: dict[str, ImageSpec] = field(default_factory=dict)
     videos: dict[str, VideoSpec] = field(default_factory=dict)
+    jsonl_files: dict[str, list[dict]] = field(default_factory=dict)  # recorded run outputs
 
 
 def draw_landmark(draw: ImageDraw.ImageDraw, shape: str, colour, box_px) -> None:
@@ -875,6 +876,300 @@ def plan_video_manifest(plan: DemoPlan, scene: Scene) -> None:
     plan.json_files[f"{folder}/{name}"] = manifest
 
 
+# ----------------------------------------------------------------------------- recorded run
+
+# An upstream run in the authors' format (UPSTREAM_FORMAT.md §6), for the `replay` backend to
+# rescore: one run id across scenes, its files per scene beside the manifests.
+RUN_ID = "demo_recorded_run"
+RUN_MODEL = "RecordedVLM-Instant"
+RUN_REQUEST_MODEL = "recordedvlm-7b-instruct"
+RUN_SKILL = 0.6  # chance of the gold option / the gold behavior items
+RUN_BOX_NEAR_GOLD = 0.65  # chance of a box near the gold one
+MAX_OUTPUT_TOKENS = 2048
+CLIENT_RETRIES = 3
+RUN_ERRORS = (
+    "APITimeoutError: Request timed out.",
+    "RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached'}}",
+    "InternalServerError: Error code: 503 - {'error': {'message': 'upstream overloaded'}}",
+    "APIConnectionError: Connection error.",
+)
+# Think blocks and prose hold no braces, so the JSON is the only object in a text.
+THINK_TEXT = {
+    "image": (
+        "The reference image marks {desc} with a red box. I compare its shape and colour with "
+        "the other images and look for the same structure.",
+        "First I locate {desc} in the reference view. Then I check which option is consistent "
+        "with the change of viewpoint.",
+        "Let me reason step by step. The landmark is {desc}; its position in the second view "
+        "tells me the answer, and I estimate its box from the visible outline.",
+    ),
+    "video": (
+        "I watch the flight from start to end and note when {desc} is in view and how the "
+        "camera moves.",
+        "The reference image shows {desc}. I track it through the video and split the flight "
+        "into its manoeuvres.",
+    ),
+}
+PROSE_BEFORE = {
+    "image": (
+        "After comparing the images, here is my answer:",
+        "Based on the position of {desc}, the answer is:",
+        "Sure. The result in the requested format:",
+    ),
+    "video": (
+        "After watching the video, here is my answer:",
+        "Sure. The result in the requested format:",
+    ),
+}
+PROSE_AFTER = {
+    "image": ("", "The box covers the visible part of the landmark.", "Hope this helps."),
+    "video": ("", "Times are in seconds from the start of the video.", "Hope this helps."),
+}
+TRUNCATED_THINK = {
+    "image": (
+        "<think>\nThe reference view shows {desc} inside the red box. To answer I have to "
+        "work out the camera heading in the second image. The roads run in a different "
+        "direction there, so the drone has turned. If it turned clockwise the landmark should "
+        "appear on the left, but the colours of the roofs nearby are similar, so I must be "
+        "careful. Let me compare the images once more from the top left corner"
+    ),
+    "video": (
+        "<think>\nI need to study every frame. At the start the drone is above the road and "
+        "{desc} is not visible yet. Then the camera turns and the landmark enters the view; I "
+        "should check whether it leaves and enters again, because each entry is a separate "
+        "interval. The colours are similar to the roofs nearby, so I must be careful not to "
+        "confuse them with the landmark. Let me go through the frames once more from the "
+        "beginning"
+    ),
+}
+REFUSAL = "I'm sorry, but I cannot identify the marked landmark in the second image."
+
+
+def gold_pairs(intervals) -> list[tuple[float, float]]:
+    """Released intervals come as {"start_sec","end_sec"} dicts or [s, e] pairs."""
+    return [
+        (i["start_sec"], i["end_sec"]) if isinstance(i, dict) else (i[0], i[1]) for i in intervals
+    ]
+
+
+def per_mille_box(box) -> list[int]:
+    return [min(1000, max(0, round(v * 1000))) for v in box]
+
+
+def answer_box(rng: random.Random, gold) -> list[int]:
+    if rng.random() < RUN_BOX_NEAR_GOLD:
+        x1, y1, x2, y2 = (v + rng.uniform(-0.03, 0.03) for v in gold)
+        return per_mille_box((x1, y1, max(x2, x1 + 0.05), max(y2, y1 + 0.05)))
+    return per_mille_box(random_box(rng))
+
+
+def image_answer(rng: random.Random, sample: dict, avoid: str | None = None) -> dict:
+    offered = [o["option_id"] for o in sample.get("label_options") or sample["candidates"]]
+    gold = sample["answer_option_id"]
+    option = gold if rng.random() < RUN_SKILL else rng.choice([o for o in offered if o != gold])
+    if option == avoid:  # a rerun that changed its mind
+        option = rng.choice([o for o in offered if o != avoid])
+    return {
+        "answer_option_id": option,
+        "bbox_xyxy_norm": answer_box(rng, sample["answer_bbox_xyxy_norm"]),
+    }
+
+
+def noisy_interval(rng: random.Random, start: float, end: float, duration: float):
+    start = min(max(0.0, start + rng.uniform(-0.6, 0.6)), duration - 0.2)
+    end = min(max(start + 0.2, end + rng.uniform(-0.6, 0.6)), duration)
+    return [round(start, 1), round(end, 1)]
+
+
+def random_interval(rng: random.Random, duration: float) -> list[float]:
+    start = rng.uniform(0.0, duration * 0.6)
+    return [round(start, 1), round(min(duration, start + rng.uniform(1.0, 2.5)), 1)]
+
+
+def behavior_answer(rng: random.Random, sample: dict) -> dict:
+    duration = (sample["frame_count"] - 1) / sample["fps"]
+    gold_ids = {item["option_id"] for item in sample["answer_items"]}
+    answers = [
+        {
+            "option_id": item["option_id"],
+            "intervals_sec": [
+                noisy_interval(rng, s, e, duration) for s, e in gold_pairs(item["intervals_sec"])
+            ],
+        }
+        for item in sample["answer_items"]
+        if rng.random() < RUN_SKILL + 0.15
+    ]
+    if not answers or rng.random() < 0.4:  # a distractor claimed as well
+        distractor = rng.choice(
+            [o["option_id"] for o in sample["choice_options"] if o["option_id"] not in gold_ids]
+        )
+        answers.append({"option_id": distractor, "intervals_sec": [random_interval(rng, duration)]})
+    answers.sort(key=lambda item: item["option_id"])
+    return {"answers": answers}
+
+
+def visibility_answer(rng: random.Random, sample: dict) -> dict:
+    duration = (sample["frame_count"] - 1) / sample["fps"]
+    intervals = [
+        noisy_interval(rng, s, e, duration) for s, e in gold_pairs(sample["visible_intervals_sec"])
+    ]
+    roll = rng.random()
+    if roll < 0.2 and len(intervals) > 1:
+        intervals.pop(rng.randrange(len(intervals)))  # two appearances seen as one
+    elif roll < 0.35:
+        intervals.append(random_interval(rng, duration))  # a look-alike counted
+        intervals.sort()
+    return {"visible_count": len(intervals), "visible_intervals_sec": intervals}
+
+
+def answer_text(rng: random.Random, answer: dict, description: str, modality: str) -> str:
+    """The answer wrapped like real model output: plain JSON, fence, prose or a think block."""
+    compact = json.dumps(answer)
+    roll = rng.random()
+    if roll < 0.4:
+        return compact
+    if roll < 0.65:
+        return f"```json\n{json.dumps(answer, indent=2)}\n```"
+    if roll < 0.8:
+        before = rng.choice(PROSE_BEFORE[modality]).format(desc=description)
+        after = rng.choice(PROSE_AFTER[modality])
+        return f"{before}\n{compact}\n{after}".rstrip()
+    think = rng.choice(THINK_TEXT[modality]).format(desc=description)
+    return f"<think>\n{think}\n</think>\n\n{compact}"
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    raw_text: str
+    finish_reason: str
+    option: str | None = None  # the image option answered, if any
+
+
+def recorded_answer(
+    rng: random.Random, sample: dict, style: str = "", avoid: str | None = None
+) -> RecordedAnswer:
+    description = sample["landmark_description"]
+    modality = "image" if "task_type" in sample else "video"
+    if style == "refusal":
+        return RecordedAnswer(REFUSAL, "stop")
+    if style == "truncated":  # ran out of output tokens inside its reasoning
+        return RecordedAnswer(TRUNCATED_THINK[modality].format(desc=description), "length")
+    if modality == "image":
+        answer = image_answer(rng, sample, avoid)
+        text = answer_text(rng, answer, description, modality)
+        return RecordedAnswer(text, "stop", answer["answer_option_id"])
+    if sample["form"] == "self_instance_recognition_joint":
+        answer = behavior_answer(rng, sample)
+    else:
+        answer = visibility_answer(rng, sample)
+    return RecordedAnswer(answer_text(rng, answer, description, modality), "stop")
+
+
+def ok_row(rng: random.Random, sample: dict, answer: RecordedAnswer, video: bool) -> dict:
+    retries = 1 if rng.random() < 0.1 else 0  # a rate-limited attempt the client retried
+    completion_tokens = (
+        MAX_OUTPUT_TOKENS if answer.finish_reason == "length" else max(1, len(answer.raw_text) // 4)
+    )
+    prompt_tokens = rng.randint(9000, 16000) if video else rng.randint(1500, 2600)
+    return {
+        "run_id": RUN_ID,
+        "sample_id": sample["sample_id"],
+        "request_status": "ok",
+        "latency_ms": round(rng.uniform(8000, 25000) if video else rng.uniform(1800, 6500), 1),
+        "raw_text": answer.raw_text,
+        "raw_response": {
+            "finish_reason": answer.finish_reason,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+            "request_retry_attempts": retries,
+            "request_retry_errors": [RUN_ERRORS[1]] * retries,
+        },
+    }
+
+
+def error_row(rng: random.Random, sample: dict) -> dict:
+    error = rng.choice(RUN_ERRORS)
+    timed_out = error.startswith("APITimeoutError")
+    return {
+        "run_id": RUN_ID,
+        "sample_id": sample["sample_id"],
+        "request_status": "error",
+        "latency_ms": 600000.0 if timed_out else round(rng.uniform(200, 1500), 1),
+        "raw_text": rng.choice((None, "")),
+        "raw_response": {
+            "finish_reason": None,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "request_retry_attempts": CLIENT_RETRIES,
+            "request_retry_errors": [error] * CLIENT_RETRIES,
+            "error": error,
+        },
+    }
+
+
+def recorded_rows(rng: random.Random, samples: list[dict], video: bool, duplicate: bool):
+    """Responses in completion order: a first pass, then the resumed run appends.
+
+    Roles: `resumed` fails first and succeeds on resume; `error_only` fails both times
+    (missing); `duplicate` is answered again on resume with another option (the last ok row
+    wins); `truncated` / `refusal` are ok rows without a usable answer.
+    """
+    order = list(samples)
+    rng.shuffle(order)
+    roles = ["resumed", "resumed", "error_only", "truncated"]
+    if duplicate:
+        roles += ["duplicate", "refusal"]
+    role_of = {s["sample_id"]: role for s, role in zip(order[-len(roles) :], roles, strict=True)}
+    rng.shuffle(order)  # the role samples end up anywhere in the first pass
+    first_pass, resumed = [], []
+    for sample in order:
+        role = role_of.get(sample["sample_id"], "")
+        if role in ("resumed", "error_only"):
+            first_pass.append(error_row(rng, sample))
+            resumed.append(
+                error_row(rng, sample)
+                if role == "error_only"
+                else ok_row(rng, sample, recorded_answer(rng, sample), video)
+            )
+            continue
+        style = role if role in ("truncated", "refusal") else ""
+        answer = recorded_answer(rng, sample, style)
+        first_pass.append(ok_row(rng, sample, answer, video))
+        if role == "duplicate":
+            again = recorded_answer(rng, sample, avoid=answer.option)
+            resumed.append(ok_row(rng, sample, again, video))
+    return first_pass + resumed
+
+
+def plan_recorded_run(plan: DemoPlan, scene: Scene) -> None:
+    """responses.jsonl and requests.jsonl of the run, for the image and the video tasks."""
+    for kind, folder, offset in (
+        ("image", "image_tasks/manifests", 1),
+        ("video", "video_tasks/datasets", 2),
+    ):
+        manifest = plan.json_files[
+            f"{write_path(scene, folder)}/{scene.scene_id}.latest_manifest.json"
+        ]
+        rng = random.Random(scene.seed * 53 + offset)
+        video = kind == "video"
+        # one sample answered twice (image tasks of the first scene)
+        duplicate = not video and scene is SCENES[0]
+        rows = recorded_rows(rng, manifest["samples"], video, duplicate)
+        run_folder = write_path(scene, f"{kind}_tasks/experiments/{RUN_ID}")
+        plan.jsonl_files[f"{run_folder}/responses.jsonl"] = rows
+        plan.jsonl_files[f"{run_folder}/requests.jsonl"] = [
+            {
+                "run_id": RUN_ID,
+                "sample_id": row["sample_id"],
+                "model": RUN_MODEL,
+                "request_model": RUN_REQUEST_MODEL,
+            }
+            for row in rows
+        ]
+
+
 # ----------------------------------------------------------------------------- output
 
 
@@ -883,11 +1178,16 @@ def build_plan() -> DemoPlan:
     for scene in SCENES:
         plan_image_manifest(plan, scene)
         plan_video_manifest(plan, scene)
+        plan_recorded_run(plan, scene)
     return plan
 
 
 def manifest_text(content: object) -> str:
     return json.dumps(content, indent=2, ensure_ascii=False) + "\n"
+
+
+def jsonl_text(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def write_demo(out: Path, plan: DemoPlan) -> None:
@@ -898,6 +1198,10 @@ def write_demo(out: Path, plan: DemoPlan) -> None:
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(manifest_text(content), encoding="utf-8")
+    for relative, rows in plan.jsonl_files.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(jsonl_text(rows), encoding="utf-8")
     for relative, spec in plan.images.items():
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -915,8 +1219,8 @@ def main() -> None:
     plan = build_plan()
     write_demo(args.out, plan)
     print(
-        f"wrote {len(plan.json_files)} manifests, {len(plan.images)} images, "
-        f"{len(plan.videos)} videos under {args.out}"
+        f"wrote {len(plan.json_files)} manifests, {len(plan.jsonl_files)} recorded-run files, "
+        f"{len(plan.images)} images, {len(plan.videos)} videos under {args.out}"
     )
 
 
