@@ -20,7 +20,13 @@ from typing import Any
 
 import openai
 
-from dualcog.inference.cache import ResponseCache, cache_key, cache_path, model_fingerprint
+from dualcog.inference.cache import (
+    CACHED_FIELDS,
+    ResponseCache,
+    cache_key,
+    cache_path,
+    model_fingerprint,
+)
 from dualcog.inference.common import (
     ProgressReporter,
     as_list,
@@ -362,7 +368,7 @@ class OpenAIRunner:
             if entry is None:
                 pending.append((index, key))
                 continue
-            cached = {field: entry.get(field) for field in entry if field in _ROW_FIELDS}
+            cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
             rows[index] = response_row(prompt, name, "openai", **cached)
             reporter.add("ok", cached=True)
         if reporter.cached:
@@ -393,18 +399,3 @@ class OpenAIRunner:
 
 class _BadResponse(Exception):
     pass
-
-
-_ROW_FIELDS = frozenset(
-    {
-        "raw_text",
-        "status",
-        "error_type",
-        "error_message",
-        "attempts",
-        "latency_ms",
-        "prompt_tokens",
-        "completion_tokens",
-        "finish_reason",
-    }
-)
