@@ -9,17 +9,21 @@ CORES ?= 2
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $@
 
 demo: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
+	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall)"
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check Snakefile rules

@@ -369,6 +369,178 @@ def test_committed_manifests_match_the_generator(monkeypatch):
     committed = {
         str(p.relative_to(DEMO)) for p in DEMO.rglob("*") if p.is_file() and p.suffix != ".md"
     }
-    assert committed == set(plan.json_files) | set(plan.images) | set(plan.videos)
+    planned = set(plan.json_files) | set(plan.jsonl_files) | set(plan.images) | set(plan.videos)
+    assert committed == planned
     for relative, content in plan.json_files.items():
         assert (DEMO / relative).read_text(encoding="utf-8") == module.manifest_text(content)
+    for relative, rows in plan.jsonl_files.items():
+        assert (DEMO / relative).read_text(encoding="utf-8") == module.jsonl_text(rows)
+
+
+# ----------------------------------------------------------------------------- recorded run
+
+RUN_ID = "demo_recorded_run"
+RESPONSE_KEYS = {"run_id", "sample_id", "request_status", "latency_ms", "raw_text", "raw_response"}
+RAW_RESPONSE_KEYS = {"finish_reason", "usage", "request_retry_attempts", "request_retry_errors"}
+REQUEST_KEYS = {"run_id", "sample_id", "model", "request_model"}
+
+
+def run_file(scene: str, kind: str, name: str) -> Path:
+    return TASK_ROOT / f"airsim_{scene}" / f"{kind}_tasks" / "experiments" / RUN_ID / name
+
+
+def jsonl(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines and all(line.strip() for line in lines), path
+    return [json.loads(line) for line in lines]
+
+
+def manifest_of(scene: str, kind: str) -> dict:
+    folder = "image_tasks/manifests" if kind == "image" else "video_tasks/datasets"
+    return load(TASK_ROOT / f"airsim_{scene}" / folder / f"{scene}.latest_manifest.json")
+
+
+RUN_FILES = [(scene, kind) for scene in ("env_7", "env_12") for kind in ("image", "video")]
+
+
+def rows_by_sample(rows: list[dict]) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {}
+    for row in rows:
+        grouped.setdefault(row["sample_id"], []).append(row)
+    return grouped
+
+
+def answer_json(raw_text: str) -> dict | None:
+    """The one JSON object of a recorded text (its think blocks and prose hold no braces)."""
+    if "{" not in raw_text:
+        return None
+    return json.loads(raw_text[raw_text.index("{") : raw_text.rindex("}") + 1])
+
+
+@pytest.mark.parametrize(("scene", "kind"), RUN_FILES)
+def test_recorded_run_files_are_jsonl_in_the_authors_format(scene, kind):
+    responses = jsonl(run_file(scene, kind, "responses.jsonl"))
+    requests = jsonl(run_file(scene, kind, "requests.jsonl"))
+    sample_ids = {s["sample_id"] for s in manifest_of(scene, kind)["samples"]}
+    for row in responses:
+        assert set(row) == RESPONSE_KEYS, row["sample_id"]
+        assert row["run_id"] == RUN_ID and row["sample_id"] in sample_ids
+        assert row["request_status"] in ("ok", "error")
+        assert isinstance(row["latency_ms"], float) and row["latency_ms"] > 0
+        raw = row["raw_response"]
+        assert set(raw) >= RAW_RESPONSE_KEYS
+        usage = raw["usage"]
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+        assert len(raw["request_retry_errors"]) == raw["request_retry_attempts"]
+        if row["request_status"] == "ok":
+            assert isinstance(row["raw_text"], str) and row["raw_text"]
+            assert raw["finish_reason"] in ("stop", "length")
+        else:
+            assert row["raw_text"] in (None, "") and raw["finish_reason"] is None
+    # every sample was requested; requests.jsonl logs each response row's request, in order
+    assert {row["sample_id"] for row in responses} == sample_ids
+    assert [r["sample_id"] for r in requests] == [r["sample_id"] for r in responses]
+    for request in requests:
+        assert set(request) == REQUEST_KEYS and request["run_id"] == RUN_ID
+        assert (request["model"], request["request_model"]) == (
+            "RecordedVLM-Instant",
+            "recordedvlm-7b-instruct",
+        )
+
+
+@pytest.mark.parametrize(("scene", "kind"), RUN_FILES)
+def test_recorded_run_has_resumed_error_only_and_truncated_samples(scene, kind):
+    responses = jsonl(run_file(scene, kind, "responses.jsonl"))
+    grouped = rows_by_sample(responses)
+    statuses = {sid: [r["request_status"] for r in rows] for sid, rows in grouped.items()}
+    resumed = [sid for sid, s in statuses.items() if s == ["error", "ok"]]
+    error_only = [sid for sid, s in statuses.items() if set(s) == {"error"}]
+    assert len(resumed) == 2 and len(error_only) == 1
+    # a resumed run appends: every retry comes after the whole first pass
+    first_pass = len(grouped)
+    appended = {r["sample_id"] for r in responses[first_pass:]}
+    assert len({r["sample_id"] for r in responses[:first_pass]}) == first_pass
+    assert set(resumed) | set(error_only) <= appended
+    truncated = [r for r in responses if r["raw_response"]["finish_reason"] == "length"]
+    assert len(truncated) == 1 and answer_json(truncated[0]["raw_text"]) is None
+    assert "<think>" in truncated[0]["raw_text"] and "</think>" not in truncated[0]["raw_text"]
+    # completion order is a shuffle, not the manifest order
+    order = [s["sample_id"] for s in manifest_of(scene, kind)["samples"]]
+    assert [r["sample_id"] for r in responses[:first_pass]] != order
+
+
+def test_recorded_run_answers_one_sample_twice_and_the_last_differs():
+    responses = jsonl(run_file("env_7", "image", "responses.jsonl"))
+    twice = {
+        sid: [r for r in rows if r["request_status"] == "ok"]
+        for sid, rows in rows_by_sample(responses).items()
+    }
+    twice = {sid: rows for sid, rows in twice.items() if len(rows) == 2}
+    assert len(twice) == 1
+    first, last = next(iter(twice.values()))
+    assert responses.index(last) > responses.index(first)
+    assert (
+        answer_json(first["raw_text"])["answer_option_id"]
+        != answer_json(last["raw_text"])["answer_option_id"]
+    )
+    for scene, kind in RUN_FILES[1:]:
+        rows = jsonl(run_file(scene, kind, "responses.jsonl"))
+        oks = [r["sample_id"] for r in rows if r["request_status"] == "ok"]
+        assert len(oks) == len(set(oks))
+
+
+def test_recorded_image_answers_are_per_mille_boxes_in_mixed_wrappers():
+    texts, boxes, correct, answered = [], [], 0, 0
+    for scene in ("env_7", "env_12"):
+        gold = {s["sample_id"]: s for s in manifest_of(scene, "image")["samples"]}
+        latest = {}
+        for row in jsonl(run_file(scene, "image", "responses.jsonl")):
+            if row["request_status"] == "ok":
+                latest[row["sample_id"]] = row["raw_text"]
+        for sid, text in latest.items():
+            texts.append(text)
+            answer = answer_json(text)
+            if answer is None:
+                continue
+            boxes.append(answer["bbox_xyxy_norm"])
+            answered += 1
+            correct += answer["answer_option_id"] == gold[sid]["answer_option_id"]
+    # the whole run writes its boxes as per-mille integers (the authors' quirk)
+    assert boxes and all(
+        len(box) == 4 and all(isinstance(v, int) and 0 <= v <= 1000 for v in box) for box in boxes
+    )
+    assert any(box[2] > 640 or box[3] > 480 for box in boxes)  # not a 640x480 pixel run
+    assert 0.4 <= correct / answered <= 0.8
+    assert any(t.startswith("{") for t in texts)
+    assert any(t.startswith("```json") for t in texts)
+    assert any(t.startswith("<think>") and "</think>" in t for t in texts)
+    assert any(not t.startswith(("{", "```", "<think>")) and "{" in t for t in texts)  # prose
+    assert any("{" not in t and "<think>" not in t for t in texts)  # a refusal
+
+
+def test_recorded_video_answers_follow_the_canonical_contract():
+    kinds = set()
+    for scene in ("env_7", "env_12"):
+        samples_by_id = {s["sample_id"]: s for s in manifest_of(scene, "video")["samples"]}
+        for row in jsonl(run_file(scene, "video", "responses.jsonl")):
+            if row["request_status"] != "ok" or row["raw_response"]["finish_reason"] != "stop":
+                continue
+            sample = samples_by_id[row["sample_id"]]
+            answer = answer_json(row["raw_text"])
+            duration = (sample["frame_count"] - 1) / sample["fps"]
+            if sample["form"] == "self_instance_recognition_joint":
+                offered = {o["option_id"] for o in sample["choice_options"]}
+                assert list(answer) == ["answers"] and answer["answers"]
+                for item in answer["answers"]:
+                    assert set(item) == {"option_id", "intervals_sec"}
+                    assert item["option_id"] in offered
+                    intervals = item["intervals_sec"]
+                    assert all(0 <= s < e <= duration for s, e in intervals)
+                kinds.add("behavior")
+            else:
+                assert set(answer) == {"visible_count", "visible_intervals_sec"}
+                intervals = answer["visible_intervals_sec"]
+                assert answer["visible_count"] == len(intervals)
+                assert all(0 <= s < e <= duration for s, e in intervals)
+                kinds.add("visibility")
+    assert kinds == {"behavior", "visibility"}
