@@ -1,0 +1,127 @@
+"""End-to-end through the `openai` backend: a real Snakemake run against a loopback server.
+
+Checks what only the whole stack shows: media from the shared store reach the server as data
+URIs in the right order, the mode suffix becomes the provider switch, the API key travels
+only in the Authorization header (never into results or logs), the compatible parser recovers
+a fenced per-mille run, and the response cache makes a rerun send nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from loopback_server import LoopbackServer, Reply, completion
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-loopback-Hq7Vt3Xw9Pz2Lm5K"
+TASKS = ["landmark_position", "future_observation", "behavior"]
+
+
+def answer(body: dict, count: int) -> Reply:
+    system = body["messages"][0]["content"]
+    if '"answers"' in system:
+        text = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
+    else:  # image tasks: a fenced per-mille answer, as some real models give
+        text = '```json\n{"answer_option_id":"A","bbox_xyxy_norm":[100,100,500,500]}\n```'
+    return 200, completion(text), {}
+
+
+def _run(workdir: Path, api_base: str, *extra: str) -> None:
+    config = {
+        "data_root": str(REPO / "resources" / "demo"),
+        "tasks": TASKS,
+        "tables": {"formats": ["csv"]},
+        "models": [
+            {
+                "name": "loop-vlm-Instant",
+                "backend": "openai",
+                "group": "open-weights",
+                "api_base": api_base,
+                "api_key": "${DUALCOG_LOOPBACK_KEY}",
+                "request_model": "loop/vlm",
+                "family": "qwen_vllm",
+                "video_mode": "frames",
+                "video_frames": 3,
+                "concurrency": 4,
+                "max_retries": 0,
+            }
+        ],
+    }
+    (workdir / "config").mkdir(exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        *extra,
+    ]
+    env = {**os.environ, "DUALCOG_LOOPBACK_KEY": SECRET}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_openai_backend_end_to_end(tmp_path: Path) -> None:
+    with LoopbackServer(answer) as server:
+        _run(tmp_path, server.api_base)
+        first_requests = server.requests
+        bodies, headers = list(server.bodies), list(server.headers)
+        assert first_requests == 16 * 3  # one request per sample of the three tasks
+
+        # Rerunning inference after losing the responses is served from the crash-safe cache.
+        shutil.rmtree(tmp_path / "results" / "responses")
+        _run(tmp_path, server.api_base, "--forcerun", "infer")
+        assert server.requests == first_requests
+
+    assert all(h["authorization"] == f"Bearer {SECRET}" for h in headers)
+    for body in bodies:
+        assert body["model"] == "loop/vlm"
+        assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+        assert body["chat_template_kwargs"] == {"enable_thinking": False}
+        content = body["messages"][1]["content"]
+        assert content[0]["type"] == "text"
+        urls = [block["image_url"]["url"] for block in content[1:]]
+        assert all(url.startswith("data:image/jpeg;base64,") for url in urls)
+        if '"answers"' in body["messages"][0]["content"]:
+            assert len(urls) == 3 + 1  # three sampled frames, then the reference image
+            assert "timestamps: 0.00s" in content[0]["text"]
+        else:
+            assert len(urls) in (2, 5)  # reference + target, or reference + 4 candidates
+
+    # The key never reaches any artifact or log.
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+    responses = pd.read_parquet(tmp_path / "results/responses/loop-vlm-Instant/behavior.parquet")
+    assert (responses["status"] == "ok").all()
+    assert responses["prompt_tokens"].notna().all()
+    run = json.loads((tmp_path / "results/parsed/loop-vlm-Instant.run.json").read_text())
+    assert run["scale"] == "per_mille"
+    metrics = pd.read_parquet(tmp_path / "results/metrics/metrics.parquet")
+    valid = metrics[
+        (metrics["metric"] == "valid_rate")
+        & (metrics["parse"] == "compatible")
+        & (metrics["stratum"] == "all")
+    ].set_index("task")["value"]
+    assert valid["landmark_position"] == 1.0  # fence + per-mille recovered for every sample
+    strict = metrics[
+        (metrics["metric"] == "valid_rate")
+        & (metrics["parse"] == "strict")
+        & (metrics["stratum"] == "all")
+    ].set_index("task")["value"]
+    assert strict["landmark_position"] == 0.0
+    assert strict["atomic_behavior"] == strict["composite_behavior"] == 1.0
