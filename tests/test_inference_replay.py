@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from dualcog import schemas
+from dualcog.errors import DataError
 from dualcog.inference import run_model
 
 
@@ -125,15 +126,16 @@ def test_plain_jsonl_without_status_counts_rows_with_text(tmp_path):
 def test_malformed_line_names_file_and_line(tmp_path):
     source = tmp_path / "responses.jsonl"
     source.write_text(_authors_line("s1", "ok", "x") + "\n\n" + '{"sample_id": "s2", "raw_te\n')
-    with pytest.raises(ValueError, match=r"responses\.jsonl:3: malformed JSON line"):
+    with pytest.raises(DataError, match=r"responses\.jsonl: line 3: malformed JSON") as info:
         _replay(source, _prompts(["s1"]))
+    assert info.value.file == str(source)
     source.write_text(json.dumps({"raw_text": "no id"}) + "\n")
-    with pytest.raises(ValueError, match=r"responses\.jsonl:1: row has no string sample_id"):
+    with pytest.raises(DataError, match=r"responses\.jsonl, field 'sample_id': row 1 has no"):
         _replay(source, _prompts(["s1"]))
 
 
 def test_missing_source_and_missing_setting(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+    with pytest.raises(DataError, match="nope.jsonl: replay source not found"):
         _replay(tmp_path / "nope.jsonl", _prompts(["s1"]))
     with pytest.raises(ValueError, match="needs `replay`"):
         run_model(

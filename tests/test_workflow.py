@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,18 +38,35 @@ MODELS = [
 ]
 
 
+DEMO_RUNS = sorted(
+    (REPO / "resources" / "demo").glob("**/experiments/demo_recorded_run/responses.jsonl")
+)
+
+
+def _replay_model(workdir: Path) -> dict:
+    """A replay model reading copies of the demo's recorded run, so tests may edit them."""
+    copies = []
+    for i, source in enumerate(DEMO_RUNS):
+        target = workdir / "recorded" / f"{i}_responses.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            shutil.copyfile(source, target)
+        copies.append(str(target.relative_to(workdir)))
+    return {"name": "recorded-Instant", "backend": "replay", "replay": copies}
+
+
 def _write_config(workdir: Path, models: list[dict]) -> None:
     config = {
         "data_root": str(REPO / "resources" / "demo"),
         "cache_dir": "results/cache",
         "tables": {"formats": ["csv", "md"]},
-        "models": models,
+        "models": [*models, _replay_model(workdir)],
     }
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     command = [
         sys.executable,
         "-m",
@@ -62,7 +80,7 @@ def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         *args,
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
+    if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
     return result
 
@@ -98,7 +116,7 @@ def test_tables_and_metrics_are_produced(demo_run: Path) -> None:
         assert (tables / f"{name}.csv").is_file(), name
         assert (tables / f"{name}.md").is_file(), name
     metrics = pd.read_parquet(demo_run / "results" / "metrics" / "metrics.parquet")
-    assert set(metrics["model"]) == {m["name"] for m in MODELS}
+    assert set(metrics["model"]) == {m["name"] for m in MODELS} | {"recorded-Instant"}
     key = ["model", "task", "parse", "stratum", "metric"]
     assert not metrics.duplicated(key).any()
     assert metrics["value"].between(0, 1).all()
@@ -174,3 +192,35 @@ def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_run: Path
         ("sim-chatty-Thinking", "landmark_visibility"),
     }
     assert ("prepare_videos", {"vmode": "frames6"}) in jobs
+
+
+def test_editing_a_replayed_file_reruns_only_the_replay_model(demo_run: Path) -> None:
+    recorded = demo_run / "recorded" / "0_responses.jsonl"
+    original = recorded.read_text()
+    recorded.write_text(original + "\n")
+    try:
+        jobs = _planned_jobs(_snakemake(demo_run, "--dry-run").stdout)
+    finally:
+        recorded.write_text(original)
+    assert {w["model"] for _, w in jobs if "model" in w} == {"recorded-Instant"}
+
+
+def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_run: Path) -> None:
+    recorded = demo_run / "recorded" / "0_responses.jsonl"
+    original = recorded.read_text()
+    kept = demo_run / "results" / "responses" / "oracle" / "landmark_position.parquet"
+    kept_stamp = kept.stat().st_mtime_ns
+    recorded.write_text(original + '{"sample_id": "x", "raw_te\n')
+    try:
+        result = _snakemake(demo_run, "--keep-going", check=False)
+    finally:
+        recorded.write_text(original)
+    assert result.returncode != 0
+    logs = list((demo_run / "results" / "logs" / "infer" / "recorded-Instant").glob("*.log"))
+    messages = "\n".join(log.read_text() for log in logs)
+    line = original.count("\n") + 1
+    assert f"file recorded/0_responses.jsonl: line {line}: malformed JSON" in messages
+    assert "Traceback" not in messages  # a data error, not a crash
+    assert kept.stat().st_mtime_ns == kept_stamp
+    # Put the workflow back in its complete state for the tests that follow.
+    _snakemake(demo_run)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from dualcog.errors import DataError
 from dualcog.inference.common import ProgressFn, as_list, is_missing, response_row
 
 STATUS_FIELDS = ("status", "request_status")
@@ -37,11 +38,13 @@ def _jsonl_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(
-                    f"{path}:{line_number}: malformed JSON line ({error.msg})"
+                raise DataError(
+                    f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
                 ) from None
             if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object per line")
+                raise DataError(
+                    f"line {line_number}: expected a JSON object per line", file=str(path)
+                )
             records.append((line_number, record))
     return records
 
@@ -54,7 +57,7 @@ def _parquet_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def read_source(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line or row number, record) pairs in file order."""
     if not path.is_file():
-        raise FileNotFoundError(f"replay source not found: {path}")
+        raise DataError("replay source not found", file=str(path))
     if path.suffix == ".parquet":
         return _parquet_records(path)
     return _jsonl_records(path)
@@ -109,7 +112,9 @@ def replay_rows(
         for number, record in read_source(path):
             sample_id = record.get("sample_id")
             if not isinstance(sample_id, str) or not sample_id:
-                raise ValueError(f"{path}:{number}: row has no string sample_id")
+                raise DataError(
+                    f"row {number} has no string sample_id", file=str(path), field="sample_id"
+                )
             if sample_id not in wanted:
                 unknown_rows += 1
                 unknown_ids.add(sample_id)
