@@ -323,3 +323,28 @@ def test_media_data_uri_reads_the_store_and_memoizes(tmp_path):
         media_data_uri(tmp_path, "cd" + "1" * 62, "image")
     with pytest.raises(ValueError, match="unknown media kind"):
         media_data_uri(tmp_path, key, "audio")
+
+
+def test_simulated_future_observation_boxes_the_selected_candidate():
+    from dualcog.inference.offline import simulated_answer
+
+    boxes = {"A": [0.1, 0.1, 0.2, 0.2], "B": [0.6, 0.6, 0.9, 0.9], "C": [0.1, 0.6, 0.3, 0.9]}
+    sample = {
+        "gold_option_id": "B",
+        "gold_bbox": boxes["B"],
+        "options": [{"option_id": o} for o in boxes],
+        "candidates": [{"option_id": o, "bbox": b} for o, b in boxes.items()],
+    }
+    wrong_option_near_its_box = 0
+    for i in range(200):
+        prompt = {"sample_id": f"s{i}", "offered_option_ids": list(boxes)}
+        answer = simulated_answer("future_observation", prompt, sample, 1, 0.5, 0.02)
+        option, box = answer["answer_option_id"], answer["bbox_xyxy_norm"]
+        near = [
+            o
+            for o, b in boxes.items()
+            if max(abs(x - y) for x, y in zip(box, b, strict=True)) < 0.1
+        ]
+        assert near in ([], [option])  # never near a candidate it did not select
+        wrong_option_near_its_box += option != "B" and near == [option]
+    assert wrong_option_near_its_box > 10

@@ -170,6 +170,13 @@ def random_answer(
 # --- simulated --------------------------------------------------------------------------------
 
 
+def _candidate_box(sample: Mapping[str, Any], option: str) -> Any:
+    for candidate in as_list(sample.get("candidates")):
+        if candidate["option_id"] == option:
+            return candidate["bbox"]
+    return None
+
+
 def simulated_answer(
     task: str,
     prompt: Mapping[str, Any],
@@ -185,8 +192,11 @@ def simulated_answer(
         gold = str(sample["gold_option_id"])
         others = [o for o in offered if o != gold] or [gold]
         option = gold if rng.random() < skill else rng.choice(others)
-        gold_box = [float(v) for v in as_list(sample["gold_bbox"])]
-        box = jitter_box(gold_box, rng, jitter) if rng.random() < skill else random_box(rng)
+        # A model localizes the landmark in the image it looked at: for Future Observation,
+        # the candidate it selected (which is what PROTOCOL §4 scores against).
+        seen_box = _candidate_box(sample, option) or sample["gold_bbox"]
+        target = [float(v) for v in as_list(seen_box)]
+        box = jitter_box(target, rng, jitter) if rng.random() < skill else random_box(rng)
         return {"answer_option_id": option, "bbox_xyxy_norm": box}
     duration = _duration(sample)
     if task == "behavior":
