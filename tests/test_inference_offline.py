@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -333,7 +334,8 @@ def test_simulated_future_observation_boxes_the_selected_candidate():
         "gold_option_id": "B",
         "gold_bbox": boxes["B"],
         "options": [{"option_id": o} for o in boxes],
-        "candidates": [{"option_id": o, "bbox": b} for o, b in boxes.items()],
+        # as read back from Parquet: numpy arrays, not lists
+        "candidates": np.array([{"option_id": o, "bbox": np.array(b)} for o, b in boxes.items()]),
     }
     wrong_option_near_its_box = 0
     for i in range(200):

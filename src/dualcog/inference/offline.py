@@ -194,8 +194,8 @@ def simulated_answer(
         option = gold if rng.random() < skill else rng.choice(others)
         # A model localizes the landmark in the image it looked at: for Future Observation,
         # the candidate it selected (which is what PROTOCOL §4 scores against).
-        seen_box = _candidate_box(sample, option) or sample["gold_bbox"]
-        target = [float(v) for v in as_list(seen_box)]
+        seen_box = _candidate_box(sample, option)
+        target = [float(v) for v in as_list(sample["gold_bbox"] if seen_box is None else seen_box)]
         box = jitter_box(target, rng, jitter) if rng.random() < skill else random_box(rng)
         return {"answer_option_id": option, "bbox_xyxy_norm": box}
     duration = _duration(sample)
