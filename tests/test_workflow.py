@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
-REPO = Path(__file__).resolve().parents[1]
+from workflow_runner import REPO, run_snakemake, write_config
 
 MODELS = [
     {"name": "oracle", "backend": "oracle", "group": "baseline"},
@@ -62,27 +58,7 @@ def _write_config(workdir: Path, models: list[dict]) -> None:
         "tables": {"formats": ["csv", "md"]},
         "models": [*models, _replay_model(workdir)],
     }
-    (workdir / "config").mkdir(parents=True, exist_ok=True)
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "2",
-        *args,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
-    return result
+    write_config(workdir, config)
 
 
 def _planned_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
@@ -106,7 +82,7 @@ def _planned_jobs(output: str) -> list[tuple[str, dict[str, str]]]:
 def demo_run(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("workflow")
     _write_config(workdir, MODELS)
-    _snakemake(workdir)
+    run_snakemake(workdir)
     return workdir
 
 
@@ -156,7 +132,7 @@ def test_per_mille_run_recovers_under_compatible_parse(demo_run: Path) -> None:
 
 
 def test_second_run_has_nothing_to_do(demo_run: Path) -> None:
-    result = _snakemake(demo_run, "--dry-run")
+    result = run_snakemake(demo_run, "--dry-run")
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
@@ -165,7 +141,7 @@ def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
     changed[2]["skill"] = 0.5
     _write_config(demo_run, changed)
     try:
-        result = _snakemake(demo_run, "--dry-run")
+        result = run_snakemake(demo_run, "--dry-run")
     finally:
         _write_config(demo_run, MODELS)
     jobs = _planned_jobs(result.stdout)
@@ -182,7 +158,7 @@ def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_run: Path
     changed[3]["video_frames"] = 6
     _write_config(demo_run, changed)
     try:
-        result = _snakemake(demo_run, "--dry-run")
+        result = run_snakemake(demo_run, "--dry-run")
     finally:
         _write_config(demo_run, MODELS)
     jobs = _planned_jobs(result.stdout)
@@ -199,7 +175,7 @@ def test_editing_a_replayed_file_reruns_only_the_replay_model(demo_run: Path) ->
     original = recorded.read_text()
     recorded.write_text(original + "\n")
     try:
-        jobs = _planned_jobs(_snakemake(demo_run, "--dry-run").stdout)
+        jobs = _planned_jobs(run_snakemake(demo_run, "--dry-run").stdout)
     finally:
         recorded.write_text(original)
     assert {w["model"] for _, w in jobs if "model" in w} == {"recorded-Instant"}
@@ -212,7 +188,7 @@ def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_run: Path) -
     kept_stamp = kept.stat().st_mtime_ns
     recorded.write_text(original + '{"sample_id": "x", "raw_te\n')
     try:
-        result = _snakemake(demo_run, "--keep-going", check=False)
+        result = run_snakemake(demo_run, "--keep-going", check=False)
     finally:
         recorded.write_text(original)
     assert result.returncode != 0
@@ -223,4 +199,4 @@ def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_run: Path) -
     assert "Traceback" not in messages  # a data error, not a crash
     assert kept.stat().st_mtime_ns == kept_stamp
     # Put the workflow back in its complete state for the tests that follow.
-    _snakemake(demo_run)
+    run_snakemake(demo_run)

@@ -9,17 +9,13 @@ a fenced per-mille run, and the response cache makes a rerun send nothing.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from loopback_server import LoopbackServer, Reply, completion
+from workflow_runner import REPO, run_snakemake, write_config
 
-REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-loopback-Hq7Vt3Xw9Pz2Lm5K"
 TASKS = ["landmark_position", "future_observation", "behavior"]
 
@@ -54,23 +50,8 @@ def _run(workdir: Path, api_base: str, *extra: str) -> None:
             }
         ],
     }
-    (workdir / "config").mkdir(exist_ok=True)
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "2",
-        *extra,
-    ]
-    env = {**os.environ, "DUALCOG_LOOPBACK_KEY": SECRET}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
+    write_config(workdir, config)
+    result = run_snakemake(workdir, *extra, env={"DUALCOG_LOOPBACK_KEY": SECRET})
     assert SECRET not in result.stdout + result.stderr
 
 
