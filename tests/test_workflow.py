@@ -136,15 +136,19 @@ def test_second_run_has_nothing_to_do(demo_run: Path) -> None:
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
+def _planned_after_change(workdir: Path, index: int, **change) -> list:
+    """Jobs a dry run plans after changing one model's settings (the config is restored)."""
     changed = [dict(m) for m in MODELS]
-    changed[2]["skill"] = 0.5
-    _write_config(demo_run, changed)
+    changed[index].update(change)
+    _write_config(workdir, changed)
     try:
-        result = run_snakemake(demo_run, "--dry-run")
+        return _planned_jobs(run_snakemake(workdir, "--dry-run").stdout)
     finally:
-        _write_config(demo_run, MODELS)
-    jobs = _planned_jobs(result.stdout)
+        _write_config(workdir, MODELS)
+
+
+def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
+    jobs = _planned_after_change(demo_run, 2, skill=0.5)
     models = {w.get("model") for rule, w in jobs if "model" in w}
     assert models == {"sim-permille-Instant"}
     infer_tasks = {w["task"] for rule, w in jobs if rule == "infer"}
@@ -154,14 +158,7 @@ def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
 
 
 def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_run: Path) -> None:
-    changed = [dict(m) for m in MODELS]
-    changed[3]["video_frames"] = 6
-    _write_config(demo_run, changed)
-    try:
-        result = run_snakemake(demo_run, "--dry-run")
-    finally:
-        _write_config(demo_run, MODELS)
-    jobs = _planned_jobs(result.stdout)
+    jobs = _planned_after_change(demo_run, 3, video_frames=6)
     infer = {(w["model"], w["task"]) for rule, w in jobs if rule == "infer"}
     assert infer == {
         ("sim-chatty-Thinking", "behavior"),
