@@ -1,14 +1,16 @@
-"""The workflow through a cluster executor: cluster-generic with our local batch queue.
+"""The workflow through cluster executors: cluster-generic with our local batch queue, SLURM.
 
-Every job of the cluster run is submitted by `profiles/cluster-generic/submit.py` as its own
-detached process, polled through `status.py` and hands its outputs over the shared file
-system; the tables must come out byte-identical to a local run of the same configuration.
+Every job of a cluster-generic run is submitted by `profiles/cluster-generic/submit.py` as its
+own detached process, polled through `status.py` and hands its outputs over the shared file
+system. The SLURM run goes through snakemake-executor-plugin-slurm to a one-node SLURM cluster
+(`scripts/ci/start_slurm.sh`). The tables must come out byte-identical to a local run's.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +23,9 @@ from workflow_runner import REPO, run_snakemake, write_config
 PROFILE = REPO / "profiles" / "cluster-generic"
 DEMO_MODELS = ("oracle", "sim-chatty-Thinking")  # both video modes; non-trivial scores
 TASKS = ["landmark_position", "action_decision", "behavior"]
+INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
+               "render_video_prompts")  # fmt: skip
+SCORING_RULES = ("parse", "score", "collect_metrics", "tables")
 
 
 def _queue(command: str, *args: str, spool: Path) -> str:
@@ -86,12 +91,12 @@ def test_queue_refuses_a_path_as_job_id(tmp_path: Path) -> None:
     assert result.returncode != 0 and "not a job id" in result.stderr
 
 
-def _demo_config() -> dict:
-    """The demo configuration cut to two models and three tasks (CI time)."""
+def _demo_config(models: tuple[str, ...] = DEMO_MODELS, tasks: list[str] = TASKS) -> dict:
+    """The demo configuration cut to a few models and tasks (CI time)."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["data_root"] = str(REPO / "resources" / "demo")
-    config["tasks"] = TASKS
-    config["models"] = [m for m in config["models"] if m["name"] in DEMO_MODELS]
+    config["tasks"] = tasks
+    config["models"] = [m for m in config["models"] if m["name"] in models]
     for model in config["models"]:
         if "replay" in model:
             model["replay"] = [str(REPO / path) for path in model["replay"]]
@@ -123,6 +128,14 @@ def test_cluster_run_equals_local_run(tmp_path: Path) -> None:
            if line.startswith("localrule ")}  # fmt: skip
     assert {"ingest:", "infer:", "parse:", "score:", "collect_metrics:", "tables:"} <= ran
 
+    _assert_same_results(local, cluster)
+
+    # Nothing left to do: the cluster run's outputs and metadata are complete.
+    again = run_snakemake(cluster, "--profile", str(PROFILE), "--dry-run")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def _assert_same_results(local: Path, cluster: Path) -> None:
     tables = sorted(p.name for p in (local / "results" / "tables").iterdir())
     assert tables == sorted(p.name for p in (cluster / "results" / "tables").iterdir())
     assert len(tables) == 5 * 4  # five tables in four formats
@@ -135,6 +148,55 @@ def test_cluster_run_equals_local_run(tmp_path: Path) -> None:
         pd.read_parquet(cluster / "results/metrics/metrics.parquet"),
     )
 
-    # Nothing left to do: the cluster run's outputs and metadata are complete.
-    again = run_snakemake(cluster, "--profile", str(PROFILE), "--dry-run")
-    assert "Nothing to be done" in again.stdout + again.stderr
+
+def _slurm_is_up() -> None:
+    if shutil.which("scontrol"):
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+        if "is UP" in ping.stdout:
+            return
+    message = "no SLURM controller is up (start one with scripts/ci/start_slurm.sh as root)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
+    """The same workflow through snakemake-executor-plugin-slurm (sbatch, squeue, srun)."""
+    _slurm_is_up()
+    if not importlib.util.find_spec("snakemake_executor_plugin_slurm"):
+        pytest.fail("snakemake-executor-plugin-slurm is missing (test extra)")
+    partition = (
+        subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, check=True)
+        .stdout.split()[0]
+        .rstrip("*")
+    )
+    # One model (frames mode, non-trivial scores), one image and one video task: SLURM jobs
+    # cost two Snakemake start-ups each (the batch script and its srun step).
+    config = _demo_config(("sim-chatty-Thinking",), ["landmark_position", "behavior"])
+    local, cluster = tmp_path / "local", tmp_path / "slurm"
+    for workdir in (local, cluster):
+        write_config(workdir, config)
+    run_snakemake(local)
+    result = run_snakemake(
+        cluster,
+        "--executor", "slurm", "--jobs", "4", "--latency-wait", "10",
+        # Finished jobs stay in squeue for MinJobAge (an hour in start_slurm.sh); CI has no
+        # accounting database for sacct.
+        "--slurm-status-command", "squeue",
+        "--slurm-init-seconds-before-status-checks", "1",
+        "--seconds-between-status-checks", "1",
+        "--default-resources", f"slurm_partition={partition}", "mem_mb=500", "runtime=10",
+        "--slurm-keep-successful-logs",
+        # The inputs chain and the scoring chain run as one SLURM job each (group jobs, as on
+        # a real cluster for many small steps); the two inference jobs on their own.
+        "--groups", *(f"{rule}=inputs" for rule in INPUT_RULES),
+        *(f"{rule}=scoring" for rule in SCORING_RULES),
+    )  # fmt: skip
+    submitted = result.stderr.count("has been submitted with SLURM jobid")
+    assert submitted == 4  # inputs, two infer jobs, scoring
+    slurm_logs = cluster / ".snakemake" / "slurm_logs"
+    jobs = sorted(log.relative_to(slurm_logs).parts[0] for log in slurm_logs.rglob("*.log"))
+    assert [job.split("_")[:2] for job in jobs] == [
+        ["group", "inputs"], ["group", "scoring"], ["rule", "infer"], ["rule", "infer"]
+    ]  # fmt: skip
+    _assert_same_results(local, cluster)
