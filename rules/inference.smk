@@ -10,6 +10,7 @@ rule infer:
     conda:
         "../envs/dualcog.yaml"
     resources:
+        **api_job_resources(),
         api_slots=1,
     params:
         settings=infer_settings,

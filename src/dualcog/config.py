@@ -66,6 +66,9 @@ NON_ANSWER_KEYS = frozenset(
         "progress_every_s",
         "notes",
         "description",
+        # how a cluster spreads and caps the jobs (docs/cluster.md)
+        "shards",
+        "provider",
     }
 )
 _ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")

@@ -1,0 +1,110 @@
+"""Sharded inference: one (model, request kind) split into N jobs that a cluster spreads.
+
+Shard `i` of `n` (1-based) holds a contiguous block of the prompts, in prompt order, the
+blocks differing in size by at most one. Each shard is an ordinary `run_model` call over its
+block; the response cache is shared by all shards of a (model, task) and keyed per request,
+so the assembled result does not depend on the shard count and changing the count sends
+nothing that is already cached. A model's rate limits and concurrency are its total over all
+of its shards: each shard gets an equal part.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from dualcog.errors import DualCogError
+from dualcog.inference import run_model
+from dualcog.inference.common import ProgressFn
+
+# Per-model throughput settings that are totals over all shards of a (model, task).
+SPLIT_RATE_KEYS = ("rpm_limit", "tpm_limit")
+SPLIT_COUNT_KEYS = ("concurrency", "rate_limit_burst")
+
+
+class ShardError(DualCogError):
+    """Shard outputs that do not add up to the prompts they were cut from."""
+
+
+def shard_count(model: Mapping[str, Any]) -> int:
+    return int(model.get("shards", 1))
+
+
+def shard_bounds(total: int, shard: int, shards: int) -> tuple[int, int]:
+    """[start, stop) of shard `shard` (1-based) of `shards` over `total` rows."""
+    if shards < 1 or not 1 <= shard <= shards:
+        raise ValueError(f"shard {shard} of {shards}: need 1 <= shard <= shards")
+    base, extra = divmod(total, shards)
+    start = (shard - 1) * base + min(shard - 1, extra)
+    return start, start + base + (1 if shard <= extra else 0)
+
+
+def select_shard(prompts: pd.DataFrame, shard: int, shards: int) -> pd.DataFrame:
+    start, stop = shard_bounds(len(prompts), shard, shards)
+    return prompts.iloc[start:stop].reset_index(drop=True)
+
+
+def shard_model(model: Mapping[str, Any], shards: int) -> dict[str, Any]:
+    """The model settings of one of `shards` shards: an equal part of each throughput limit.
+
+    Only settings that never change an answer are touched, so a shard's requests have the
+    same cache keys as the unsharded run's.
+    """
+    settings = dict(model)
+    for key in SPLIT_RATE_KEYS:
+        if settings.get(key) is not None:
+            settings[key] = settings[key] / shards
+    for key in SPLIT_COUNT_KEYS:
+        if settings.get(key) is not None:
+            settings[key] = max(1, math.floor(settings[key] / shards))
+    return settings
+
+
+def run_shard(
+    model: Mapping[str, Any],
+    prompts: pd.DataFrame,
+    samples: pd.DataFrame,
+    media_store: Path,
+    cache_dir: Path,
+    shard: int,
+    shards: int,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
+    """Responses (schemas.RESPONSES) of shard `shard` of `shards` of the prompts."""
+    part = select_shard(prompts, shard, shards)
+    return run_model(shard_model(model, shards), part, samples, media_store, cache_dir, progress)
+
+
+def assemble_shards(
+    prompt_ids: Sequence[str], shards: Sequence[pa.Table], sources: Sequence[str]
+) -> pa.Table:
+    """The shards' rows as one table in prompt order; every prompt exactly once."""
+    table = pa.concat_tables(shards)
+    ids = table.column("sample_id").to_pylist()
+    source_of = [name for name, part in zip(sources, shards, strict=True) for _ in range(len(part))]
+    position: dict[str, int] = {}
+    for index, sample_id in enumerate(ids):
+        if sample_id in position:
+            raise ShardError(
+                f"sample {sample_id!r} is answered twice: in {source_of[position[sample_id]]} "
+                f"and {source_of[index]}"
+            )
+        position[sample_id] = index
+    missing = [sample_id for sample_id in prompt_ids if sample_id not in position]
+    if missing:
+        raise ShardError(
+            f"{len(missing)} prompts have no response in the shards {', '.join(sources)} "
+            f"(e.g. sample {missing[0]!r}); rerun their infer_shard jobs"
+        )
+    if len(ids) != len(prompt_ids):
+        extra = sorted(set(ids) - set(prompt_ids))
+        raise ShardError(
+            f"the shards hold responses to {len(extra)} samples that are not in the prompts "
+            f"(e.g. {extra[0]!r}); they were cut from other prompts: rerun infer_shard"
+        )
+    return table.take(pa.array([position[sample_id] for sample_id in prompt_ids]))
