@@ -73,12 +73,20 @@ def test_remove_reasoning_order_closed_blocks_before_orphans():
     ("text", "content"),
     [
         ('```json\n{"a":1}\n```', '{"a":1}\n'),
-        ('```\n{"a":1}\n```', '\n{"a":1}\n'),
-        ('```JSON {"a":1}```', ' {"a":1}'),  # content is stripped before parsing
-        ('```json{"a":1}```', '{"a":1}'),
-        ('```{"a":1}```', '{"a":1}'),
+        ('```\n{"a":1}\n```', '{"a":1}\n'),
+        # The info string is the rest of the opening line, whatever its characters.
+        ('```json.\n{"a":1}```', '{"a":1}'),
+        ('```1\n{"a":1}\n```', '{"a":1}\n'),
+        ('```c#\r\n{"a":1}\n```', '{"a":1}\n'),
+        ('``` {"a":0} ``` x\n{"a":1}\n```', '{"a":1}\n'),
+        # Without a line break after the opening backticks there is no fence.
+        ('```JSON {"a":1}```', None),
+        ('```json{"a":1}```', None),
+        ('```{"a":1}```', None),
+        ('```{"a":1}``` and ```', None),
         ("x ```json\n[1]\n``` y ```json\n[2]\n```", "[1]\n"),
         ('```json\n{"a":1}', None),
+        ("~~~json\n{}\n~~~", None),
         ("no fence", None),
     ],
 )
@@ -100,11 +108,16 @@ def test_balanced_object_nested_start_can_parse_when_outer_does_not():
 
 
 def test_over_deep_spans_are_skipped_for_the_first_that_parses():
-    nested = first_balanced_array("x " + "[" * 300 + "]" * 300)
+    nested = first_balanced_array("x " + "[" * 600 + "]" * 600)
     depth = 0
     while isinstance(nested, list) and nested:
         nested, depth = nested[0], depth + 1
-    assert depth == 199  # the outermost span of height <= 200, i.e. 200 levels, innermost []
+    assert depth == 511  # the outermost span of 512 levels or fewer; the innermost is []
+    nested = first_balanced_object("x " + '{"a":' * 600 + "1" + "}" * 600)
+    depth = 0
+    while isinstance(nested, dict):
+        nested, depth = nested["a"], depth + 1
+    assert (depth, nested) == (512, 1)
 
 
 def test_repeated_unclosed_tags():

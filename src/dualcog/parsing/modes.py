@@ -59,7 +59,9 @@ def _shortcut_strict_valid(
     box = strict.bbox
     recovery = ImageRecovery("strict", option, None, False, list(box), None, False)
     if OPTION_LIST_KEY not in parsed and option in LEGACY_LETTERS:
-        legacy = ImageParse("legacy", [option], True, None, list(box), True, None, False, False)
+        # Clamping a box already in [0,1] only turns -0.0 into 0.0.
+        clamped = [max(0.0, min(1.0, c)) for c in box]
+        legacy = ImageParse("legacy", [option], True, None, clamped, True, None, False, False)
     else:
         legacy = image_legacy_from_candidate(raw, parsed)
     return recovery, legacy
