@@ -757,12 +757,13 @@ VISIBILITY_CASES: list[VisibilityCase] = [
         [],
         "strict",
     ),
+    # An integer of any size is a valid count (and a wrong one).
     VisibilityCase(
         "count_beyond_int64",
         '{"visible_count":100000000000000000000,"visible_intervals_sec":[]}',
-        None,
+        10**20,
         [],
-        None,
+        10**20,
         [],
         "strict",
     ),

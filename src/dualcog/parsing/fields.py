@@ -8,7 +8,8 @@ Reason codes (short, machine-readable) used when a field is invalid:
 `item_key_absent`, `option_ids_not_single`, `not_interval_pairs`, and for legacy `no_letter`,
 `no_box`.
 
-Stored values: `bbox` keeps the numbers as far as they were processed (scaled, reordered)
+Stored values: a valid `visible_count` beyond the int64 column is stored as 2**63 - 1
+(see parsing.table). `bbox` keeps the numbers as far as they were processed (scaled, reordered)
 even when the box is invalid, for the audit; consumers must gate on `bbox_valid`. Answers,
 counts and intervals are stored only when valid.
 """
@@ -21,7 +22,6 @@ from functools import lru_cache
 from typing import Any
 
 MISSING = "missing_response"
-INT64_MAX = 2**63 - 1
 
 
 @dataclass(slots=True)
@@ -244,12 +244,11 @@ def compatible_intervals(value: Any) -> tuple[list[list[float]] | None, str | No
 
 
 def strict_count(value: Any) -> tuple[int | None, str | None]:
+    """An integer >= 0 of any size (a huge count is valid, and wrong)."""
     if type(value) is not int:
         return None, "not_integer"
     if value < 0:
         return None, "negative"
-    if value > INT64_MAX:
-        return None, "out_of_range"
     return value, None
 
 
