@@ -62,6 +62,7 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 # The same rules, for the rare text holding an integer literal beyond Python's digit guard.
 _BIG_INT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=int_of_any_size)
 _SCAN_ONCE = _DECODER.scan_once
+_BIG_INT_SCAN_ONCE = _BIG_INT_DECODER.scan_once
 _JSON_WHITESPACE = " \t\n\r"
 
 # --- nesting depth --------------------------------------------------------------------------
@@ -146,7 +147,13 @@ def _scan_span(text: str) -> tuple[Any, int]:
     except (_RejectedConstant, RecursionError, StopIteration):
         return NOT_JSON, -1
     except ValueError:
-        return _loads_rfc(text), -1
+        # An integer literal beyond Python's digit guard: parse again without the guard.
+        try:
+            value, end = _BIG_INT_SCAN_ONCE(text, 0)
+        except json.JSONDecodeError as error:
+            return NOT_JSON, error.pos
+        except (ValueError, RecursionError, StopIteration):
+            return NOT_JSON, -1
     return (value, -1) if end == len(text) else (NOT_JSON, -1)
 
 
@@ -228,10 +235,17 @@ def first_fence_content(text: str) -> str | None:
 # Tokens that matter for balance: a JSON string or one bracket of the kind being matched.
 _OBJECT_TOKENS = re.compile(_STRING + r"|[{}]", re.DOTALL)
 _ARRAY_TOKENS = re.compile(_STRING + r"|[\[\]]", re.DOTALL)
-# Only these openers can begin a JSON object or array (next token a key / a value / the end);
-# skipping the others changes no result and keeps prose full of braces cheap.
-_OBJECT_START = re.compile(r'\{(?=[ \t\n\r]*["}])')
-_ARRAY_START = re.compile(r'\[(?=[ \t\n\r]*[-0-9"\[\]{tfn])')
+# Only these openers can begin a JSON object or array: `{}` or a key, colon and the first
+# character of a value; `[` and a value or `]`. Skipping the others changes no result and
+# keeps prose full of brackets cheap. (Key strings of different openers cannot overlap, so
+# the look-aheads stay linear in total.)
+_VALUE_START = r'[-0-9"\[{tfn]'
+_WS = r"[ \t\n\r]*"
+_OBJECT_START = re.compile(
+    r"\{(?=" + _WS + r'(?:\}|"(?:[^"\\]|\\.)*"' + _WS + ":" + _WS + _VALUE_START + "))",
+    re.DOTALL,
+)
+_ARRAY_START = re.compile(r"\[(?=" + _WS + r"(?:\]|" + _VALUE_START + "))")
 
 
 def _closing_positions(
@@ -304,14 +318,14 @@ def _first_balanced(
 
 def first_balanced_object(text: str) -> Any:
     """The first structurally balanced `{…}` in text order that parses, else NOT_JSON."""
-    if "{" not in text:
+    if "{" not in text or "}" not in text:
         return NOT_JSON
     return _first_balanced(text, _OBJECT_START, _OBJECT_TOKENS, "{")
 
 
 def first_balanced_array(text: str) -> Any:
     """The first structurally balanced `[…]` in text order that parses, else NOT_JSON."""
-    if "[" not in text:
+    if "[" not in text or "]" not in text:
         return NOT_JSON
     return _first_balanced(text, _ARRAY_START, _ARRAY_TOKENS, "[")
 

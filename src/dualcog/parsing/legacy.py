@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from dualcog.parsing.fields import ImageParse
+from dualcog.parsing.fields import MAX_RESPONSE_CHARS, ImageParse, too_long_image
 from dualcog.parsing.jsontext import NOT_JSON, call_with_depth_headroom, json_depth
 from dualcog.parsing.scale import reorder_corners
 from dualcog.parsing.strict import BOX_KEY, OPTION_KEY
@@ -170,4 +170,6 @@ def image_legacy_from_candidate(raw: str, candidate: Any) -> ImageParse:
 
 def parse_image_legacy(raw: str) -> ImageParse:
     """Legacy parse of one image response (offered ids do not matter: letters A–D)."""
+    if len(raw) > MAX_RESPONSE_CHARS:
+        return too_long_image()
     return image_legacy_from_candidate(raw, legacy_candidate(raw))
