@@ -87,7 +87,7 @@ def json_depth(text: str) -> int:
     C-speed substitutions and `accumulate`, so a megabyte of brackets costs milliseconds.
     """
     brackets = _NOT_BRACKET.sub("", _STRING_RE.sub("", text))
-    return max(accumulate(map(_BRACKET_STEP, brackets)), default=0)
+    return max(0, max(accumulate(map(_BRACKET_STEP, brackets)), default=0))
 
 
 def call_with_depth_headroom(depth: int, func: Callable[[str], Any], text: str) -> Any:
