@@ -254,6 +254,19 @@ class _SampleReader:
         return result
 
 
+def _gold_id_set(reader: _SampleReader, gold_option: str) -> list[str]:
+    """Legacy scoring's gold ids: `answer_option_ids` stripped, empties dropped, else the one."""
+    listed = reader.raw.get("answer_option_ids")
+    if listed is None:
+        return [gold_option]
+    if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
+        raise reader.fail(
+            f"expected a list of option id strings, got {listed!r}", "answer_option_ids"
+        )
+    ids = list(dict.fromkeys(item.strip() for item in listed if item.strip()))
+    return ids or [gold_option]
+
+
 def _context_index(reader: _SampleReader) -> int:
     match = _CONTEXT_INDEX.search(reader.sample_id)
     if not match:
@@ -294,6 +307,7 @@ class _Ingestor:
         reference = self.media(reader, "reference", "reference_image_with_bbox", manifest.scene_dir)
         gold_option = reader.text("answer_option_id")
         gold_bbox = reader.box(reader.raw["answer_bbox_xyxy_norm"], "answer_bbox_xyxy_norm")
+        released_bbox = list(gold_bbox)
         candidates: list[dict] | None = None
         if task_type == "self_what":
             raw_candidates = reader.raw["candidates"]
@@ -359,6 +373,8 @@ class _Ingestor:
             "context_slot": (context_index - 1) // 2,
             "gold_option_id": gold_option,
             "gold_bbox": gold_bbox,
+            "gold_option_ids": _gold_id_set(reader, gold_option),
+            "answer_bbox": released_bbox,
             "candidates": candidates,
         }
 

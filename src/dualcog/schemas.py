@@ -64,6 +64,10 @@ SAMPLES = pa.schema(
         ("context_slot", pa.int32()),
         ("gold_option_id", pa.string()),
         ("gold_bbox", BOX),
+        # Legacy scoring (docs/protocol.md): the gold id set (`answer_option_ids` stripped,
+        # empties dropped, else [gold_option_id]) and `answer_bbox_xyxy_norm` as released.
+        ("gold_option_ids", pa.list_(pa.string())),
+        ("answer_bbox", BOX),
         ("candidates", pa.list_(CANDIDATE)),  # future_observation only
         # video tasks
         ("mission_id", pa.string()),

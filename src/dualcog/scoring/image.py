@@ -33,6 +33,24 @@ def _option_outcome(option_ids, gold: np.ndarray, valid: np.ndarray) -> tuple[np
     return correct, first
 
 
+def _legacy_gold_sets(rows: pd.DataFrame, correct: np.ndarray, valid: np.ndarray) -> None:
+    """Legacy: correct iff the letter set equals the sample's gold id set (§3.4), in place.
+
+    Only rows whose gold set is not just {gold_option_id} need this; it is rare.
+    """
+    legacy = rows["parse"].to_numpy(object) == "legacy"
+    gold_sets = rows["gold_option_ids"].to_numpy(object) if "gold_option_ids" in rows else None
+    if gold_sets is None or not legacy.any():
+        return
+    gold = rows["gold_option_id"].to_numpy(object)
+    letters = rows["option_ids"].to_numpy(object)
+    for i in np.flatnonzero(legacy):
+        ids = gold_sets[i]
+        if ids is None or isinstance(ids, float) or list(ids) == [gold[i]]:
+            continue
+        correct[i] = bool(valid[i]) and set(letters[i]) == set(ids)
+
+
 def _candidate_boxes(samples: pd.DataFrame) -> pd.DataFrame:
     """(sample_id, option_id, bbox) of every future-observation candidate."""
     rows = []
@@ -54,13 +72,18 @@ def score_image_rows(rows: pd.DataFrame) -> pd.DataFrame:
     bbox_valid = responded & rows["bbox_valid"].fillna(False).to_numpy(bool)
     gold_option = rows["gold_option_id"].to_numpy(object)
     option_correct, selected = _option_outcome(rows["option_ids"], gold_option, option_valid)
+    _legacy_gold_sets(rows, option_correct, option_valid)
 
     gold_box = boxes_to_array(rows["gold_bbox"])
     # Strict/compatible Future Observation: the box is judged in the candidate image the model
-    # selected; legacy keeps the authors' rule (the correct candidate's box, §3.4).
-    use_selected = (rows["task"].to_numpy(object) == SELECTED_CANDIDATE_TASK) & (
-        rows["parse"].to_numpy(object) != "legacy"
-    )
+    # selected; legacy keeps the authors' rule (`answer_bbox_xyxy_norm` as released, §3.4).
+    is_future = rows["task"].to_numpy(object) == SELECTED_CANDIDATE_TASK
+    is_legacy = rows["parse"].to_numpy(object) == "legacy"
+    if "answer_bbox" in rows and (is_future & is_legacy).any():
+        released = boxes_to_array(rows["answer_bbox"])
+        take = is_future & is_legacy & ~np.isnan(released).any(axis=1)
+        gold_box[take] = released[take]
+    use_selected = is_future & ~is_legacy
     if use_selected.any():
         lookup = pd.DataFrame(
             {"sample_id": rows["sample_id"], "selected": selected, "position": np.arange(len(rows))}
