@@ -6,7 +6,7 @@ from dualcog.config import model_by_name, validate_config
 from dualcog.errors import DualCogError
 from dualcog.inference import run_model
 from dualcog.media import missing_media
-from dualcog.runtime import log, progress_logger, run_step
+from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 
 
@@ -38,7 +38,7 @@ def main(sm):
         samples,
         Path(sm.params.media_store),
         Path(sm.params.cache_dir),
-        progress=progress_logger(f"{model['name']}/{task}"),
+        progress=log.info,  # the engine's lines start with model/task already
     )
     log.info("status counts: %s", responses["status"].value_counts().to_dict())
     write_table(responses, RESPONSES, sm.output[0])

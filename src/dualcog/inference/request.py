@@ -179,3 +179,19 @@ def build_messages(
     if settings.assistant_prefill is not None:
         messages.append({"role": "assistant", "content": settings.assistant_prefill})
     return messages
+
+
+def request_body(
+    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
+) -> dict[str, Any]:
+    """The JSON body sent for one prompt: model, messages, sampling, then `extra_body` on top
+    (as the OpenAI SDK merges `extra_body`: its top-level keys win)."""
+    body: dict[str, Any] = {
+        "model": settings.request_model,
+        "messages": build_messages(prompt, settings, media_store),
+        "temperature": settings.temperature,
+    }
+    if settings.max_tokens is not None:
+        body["max_tokens"] = settings.max_tokens
+    body.update(settings.extra_body)
+    return body
