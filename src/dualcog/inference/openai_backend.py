@@ -13,7 +13,6 @@ and the decoding of replies from `dualcog.inference.client`, the only module imp
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import threading
 import time
@@ -37,7 +36,7 @@ from dualcog.inference.common import (
     response_row,
     scrub,
 )
-from dualcog.inference.request import request_body, request_settings
+from dualcog.inference.request import encode_request_body, request_body, request_settings
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -100,7 +99,7 @@ class OpenAIRunner:
         """One prompt -> one response row, after up to `max_retries` retries."""
         from dualcog.inference.client import AttemptFailed
 
-        body = json.dumps(request_body(prompt, self.settings, self.media_store)).encode()
+        body = encode_request_body(request_body(prompt, self.settings, self.media_store))
         attempt = 0
         while True:
             attempt += 1

@@ -9,6 +9,10 @@ server, so building and inspecting bodies needs no client library.
 from __future__ import annotations
 
 import copy
+import functools
+import json
+import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,3 +199,53 @@ def request_body(
         body["max_tokens"] = settings.max_tokens
     body.update(settings.extra_body)
     return body
+
+
+_MEDIA_MARK = f"\x00dualcog-media-{uuid.uuid4().hex}-"
+_JSON_UNSAFE = re.compile(r'["\\\x00-\x1f]')
+
+
+@functools.lru_cache(maxsize=32)
+def _needs_no_escaping(url: str) -> bool:
+    # Memoized: the media memo hands out the same string objects, whose hash is cached, so a
+    # repeated medium costs a lookup instead of a scan.
+    return url.isascii() and not _JSON_UNSAFE.search(url)
+
+
+def encode_request_body(body: Mapping[str, Any]) -> bytes:
+    """`json.dumps(body).encode()`, byte for byte, without re-escaping the media data URIs.
+
+    The base64 data URIs are most of a request (hundreds of KB) and need no JSON escaping, so
+    they are spliced into the encoded skeleton instead of being scanned by the encoder on every
+    request (the largest client CPU cost per request otherwise).
+    """
+    uris: list[str] = []
+
+    def mark(content: Any) -> Any:
+        if not isinstance(content, list):
+            return content
+        blocks = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            url = block.get(kind, {}).get("url") if kind in ("image_url", "video_url") else None
+            if isinstance(url, str) and len(url) > 256 and _needs_no_escaping(url):
+                blocks.append({**block, kind: {**block[kind], "url": f"{_MEDIA_MARK}{len(uris)}"}})
+                uris.append(url)
+            else:
+                blocks.append(block)
+        return blocks
+
+    messages = [
+        {**message, "content": mark(message.get("content"))} for message in body["messages"]
+    ]
+    text = json.dumps({**body, "messages": messages})
+    if not uris:
+        return text.encode()
+    escaped_mark = json.dumps(_MEDIA_MARK)[1:-1]
+    pieces = text.split(escaped_mark)
+    out = [pieces[0].encode()]
+    for piece in pieces[1:]:
+        number, _, rest = piece.partition('"')
+        out.append(uris[int(number)].encode("ascii"))
+        out.append(b'"' + rest.encode())
+    return b"".join(out)
