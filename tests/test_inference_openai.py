@@ -21,7 +21,7 @@ from dualcog.inference import (
     request_settings,
     run_model,
 )
-from dualcog.inference.budget import RateBudget
+from dualcog.inference.budget import JITTER_GUARD_S, RateBudget
 
 SECRET = "sk-test-Zq8Xv2Lp9Rt4Wm7Nc3Bd"
 IMAGE_BYTES = b"\xff\xd8\xff\xe0fake-jpeg"
@@ -334,7 +334,8 @@ def test_resume_after_a_crash_sends_only_the_rest(server, media_store, tmp_path,
 
 def test_rate_budget_spaces_requests_at_the_limit():
     now = [0.0]
-    budget = RateBudget({"rpm_limit": 600 / 0.99}, clock=lambda: now[0])  # 10/s after headroom
+    # 10 requests/s once the jitter guard is added to the window.
+    budget = RateBudget({"rpm_limit": 10 * (60 + JITTER_GUARD_S)}, clock=lambda: now[0])
     waits = [budget.reserve() for _ in range(4)]  # four requests arriving at once
     assert waits == pytest.approx([0.0, 0.1, 0.2, 0.3])
     now[0] = 10.0  # long idle: the bucket refills only up to its capacity (no burst)
@@ -345,9 +346,9 @@ def test_rate_budget_rpm_tpm_and_reserve():
     now = [0.0]
     budget = RateBudget(
         {
-            "rpm_limit": 120 / 0.99,
+            "rpm_limit": 2 * (60 + JITTER_GUARD_S),
             "rate_limit_reserve_ratio": 0.5,  # 60 rpm usable: one request a second
-            "tpm_limit": 6000 / 0.99,  # 3000 usable tokens/min = 50 tokens/s
+            "tpm_limit": 100 * (60 + JITTER_GUARD_S),  # 50 usable tokens/s
             "estimated_tokens_per_request": 100,
         },
         clock=lambda: now[0],
@@ -363,9 +364,10 @@ def test_rate_budget_rpm_tpm_and_reserve():
 
 def test_rate_budget_is_shared_through_its_state_file(tmp_path):
     now = [0.0]
-    model = {"rpm_limit": 600 / 0.99, "rate_limit_window_s": 60}
+    model = {"rpm_limit": 10 * (60 + JITTER_GUARD_S), "rate_limit_window_s": 60}
     first = RateBudget(model, tmp_path / "rate.bin", clock=lambda: now[0])
     second = RateBudget(model, tmp_path / "rate.bin", clock=lambda: now[0])
     assert [first.reserve(), second.reserve(), first.reserve()] == pytest.approx([0, 0.1, 0.2])
-    short = RateBudget({"rpm_limit": 10 / 0.99, "rate_limit_window_s": 2}, clock=lambda: 0.0)
-    assert [short.reserve(), short.reserve()] == pytest.approx([0.0, 0.2])  # 10 per 2 s
+    short = RateBudget({"rpm_limit": 10, "rate_limit_window_s": 2}, clock=lambda: 0.0)
+    spacing = (2 + JITTER_GUARD_S) / 10  # 10 per 2 s window, guard included
+    assert [short.reserve(), short.reserve()] == pytest.approx([0.0, spacing])

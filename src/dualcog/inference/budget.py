@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_WINDOW_S = 60.0
-# Requests are spaced 1 % under the limit so that network jitter cannot put one request too
-# many into a window at the server.
-JITTER_HEADROOM = 0.01
+# Requests are spaced as if the window were this much longer, so that a request delayed on its
+# way (a first connection or TLS handshake, scheduling) cannot put one request too many into
+# the server's window: at most `limit` arrivals in any window while delays differ by less.
+JITTER_GUARD_S = 0.5
 SLOT_POLL_S = 0.005
 _STATE = struct.Struct("<4d")  # requests balance, requests time, tokens balance, tokens time
 
@@ -54,7 +55,7 @@ class RateBudget:
             raise ValueError("rate_limit_reserve_ratio must be in [0, 1)")
         window = float(model.get("rate_limit_window_s") or DEFAULT_WINDOW_S)
         burst = float(model.get("rate_limit_burst") or 1.0)
-        usable = (1.0 - reserve) * (1.0 - JITTER_HEADROOM) / window
+        usable = (1.0 - reserve) / (window + JITTER_GUARD_S)
         self.clock = clock
         self.request_rate = self.token_rate = 0.0
         self.request_capacity = burst

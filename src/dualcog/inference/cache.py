@@ -17,9 +17,9 @@ Contract (several processes may use one file at once, e.g. shards of one (model,
 - Writers share nothing else: prompts may be split among processes in any way, and a process
   reads every line written before it started, so changing the split re-sends nothing.
 
-`CacheWriter` does the appends from a background thread: the event loop hands it a row and
-goes on; the thread writes each batch at once (so a `kill -9` loses at most the rows not yet
-handed over) and then `fsync`s it.
+`CacheWriter` appends each row the moment it is decoded (one `write`, so a `kill -9` loses no
+completed request) and leaves the `fsync`, the part that waits on the disk, to a background
+thread, so the event loop never blocks on it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import queue
 import re
 import threading
 from collections.abc import Mapping
@@ -168,49 +167,55 @@ class ResponseCache:
 
 
 class CacheWriter:
-    """Appends rows to a `ResponseCache` from a background thread, in batches."""
+    """Appends rows to a `ResponseCache` as they complete; `fsync` runs in a background thread.
 
-    _STOP = object()
+    The append itself (one `write` to the page cache, microseconds) happens at once, so a row
+    is in the file as soon as its reply is decoded and a `kill -9` can lose no completed row;
+    only the `fsync` (milliseconds, against power loss) is left to the thread, batched.
+    """
 
     def __init__(self, cache: ResponseCache) -> None:
         self.cache = cache
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.dirty = threading.Event()
+        self.stopping = False
         self.failure: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="cache-writer", daemon=True)
+        self.thread = threading.Thread(target=self._sync_loop, name="cache-fsync", daemon=True)
         self.thread.start()
 
     def put(self, key: str, sample_id: str, row: Mapping[str, Any]) -> None:
-        self.queue.put((key, sample_id, row))
+        try:
+            line = cache_line(key, sample_id, row)
+        except (TypeError, ValueError) as error:  # a row that cannot be encoded: keep going
+            LOG.error("response cache %s: row of %s not stored: %s", self.cache.path, sample_id,
+                      error)  # fmt: skip
+            return
+        try:
+            self.cache.write_lines([line], sync=False)
+        except OSError as error:
+            self.failure = error
+            LOG.error("response cache %s: write failed: %s", self.cache.path, error)
+            return
+        self.dirty.set()
 
-    def _run(self) -> None:
-        stop = False
-        while not stop:
-            items = [self.queue.get()]
-            while True:
-                try:
-                    items.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
-            lines = []
-            for item in items:
-                if item is self._STOP:
-                    stop = True
-                    continue
-                key, sample_id, row = item
-                try:
-                    lines.append(cache_line(key, sample_id, row))
-                except (TypeError, ValueError) as error:  # a row that cannot be encoded
-                    LOG.error("response cache %s: row of %s not stored: %s", self.cache.path,
-                              sample_id, error)  # fmt: skip
+    def _sync_loop(self) -> None:
+        while True:
+            self.dirty.wait()
+            self.dirty.clear()
             try:
-                self.cache.write_lines(lines)
+                os.fsync(self.cache.fd)
             except OSError as error:
                 self.failure = error
-                LOG.error("response cache %s: write failed: %s", self.cache.path, error)
+            if self.stopping:
+                return
 
     def close(self) -> None:
-        """Write everything handed over so far, then stop the thread."""
-        self.queue.put(self._STOP)
+        """Sync everything written so far, then stop the thread."""
+        self.stopping = True
+        self.dirty.set()
         self.thread.join()
+        try:
+            os.fsync(self.cache.fd)  # rows written while the thread's last fsync ran
+        except OSError as error:
+            self.failure = error
         if self.failure is not None:
             raise OSError(f"response cache {self.cache.path}: {self.failure}")
