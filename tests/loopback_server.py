@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -35,10 +36,16 @@ def echo_reply(body: dict, count: int) -> Reply:
     return 200, completion(f'{{"echo":"{user_text}"}}'), {}
 
 
+def request_marker(body: dict) -> str:
+    """Identifies a request by its messages (two prompts may share a text, not media)."""
+    return hashlib.sha1(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
+
+
 class LoopbackServer:
     """POST /v1/chat/completions on 127.0.0.1; `responder(body, n_for_this_prompt)` decides.
 
-    Records every body, its headers and arrival time, and which prompts got a complete answer
+    Records every body, its headers and arrival time, and which requests (`request_marker`)
+    got a complete answer
     (a 200 with a choice, fully written): `resent_after_answer` lists prompts sent again after
     that, which a client with a working cache must never do.
     """
@@ -62,8 +69,7 @@ class LoopbackServer:
                     server.arrivals.append(time.monotonic())
                     server.bodies.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-                    marker = user[0]["text"] if isinstance(user, list) else str(user)
+                    marker = request_marker(body)
                     server.per_prompt[marker] = server.per_prompt.get(marker, 0) + 1
                     count = server.per_prompt[marker]
                     if marker in server.answered:

@@ -190,6 +190,10 @@ class ProgressReporter:
         self.done = self.ok = self.errors = self.cached = 0
         self.last_reported_done = -1
 
+    def restart(self) -> None:
+        """Start the clock of the rate and ETA now (after start-up work)."""
+        self.started = self.last_report = self.clock()
+
     def message(self, text: str) -> None:
         if self.progress is not None:
             self.progress(f"{self.label}: {text}")

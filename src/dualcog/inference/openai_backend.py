@@ -146,6 +146,8 @@ class OpenAIRunner:
 
         settings = self.settings
         workers = min(settings.concurrency, len(jobs))
+        await ChatClient.warm_up()
+        reporter.restart()  # the rate counts from the first request, not from the imports
         client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, workers)
         rate = RateBudget(self.model, folder / "rate.bin")
         slots = ConcurrencySlots(settings.concurrency, folder)
@@ -189,12 +191,18 @@ class OpenAIRunner:
         )
         rows: list[dict[str, Any] | None] = [None] * len(prompts)
         jobs: list[tuple[int, Mapping[str, Any], str]] = []
+        # Samples whose requests are identical (same request_key) share one request.
+        twins: dict[str, list[int]] = {}
         with ResponseCache(cache_path(cache_dir, name, task)) as cache:
             for index, prompt in enumerate(prompts):
                 key = cache_key(str(prompt["request_key"]), self.fingerprint)
                 entry = cache.get(key)
                 if entry is None:
-                    jobs.append((index, prompt, key))
+                    if key in twins:
+                        twins[key].append(index)
+                    else:
+                        twins[key] = []
+                        jobs.append((index, prompt, key))
                     continue
                 cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
                 rows[index] = response_row(prompt, name, "openai", **cached)
@@ -209,5 +217,11 @@ class OpenAIRunner:
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.
                     writer.close()
+                for index, _, key in jobs:
+                    answer = rows[index]
+                    for twin in twins[key]:
+                        fields = {f: answer.get(f) for f in CACHED_FIELDS}  # type: ignore[union-attr]
+                        rows[twin] = response_row(prompts[twin], name, "openai", **fields)
+                        reporter.add(fields["status"])
         reporter.finish()
         return [row for row in rows if row is not None]
