@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.inference.locks import flock
+
 DEFAULT_WINDOW_S = 60.0
 # Requests are spaced as if the window were this much longer, so that a request delayed on its
 # way (a first connection or TLS handshake, scheduling) cannot put one request too many into
@@ -77,6 +79,7 @@ class RateBudget:
         if self.active and state_path is not None:
             state_path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(state_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.path = state_path
 
     def _fresh(self, now: float) -> list[float]:
         # One request's worth, not a full bucket: a fresh run must not burst.
@@ -91,7 +94,7 @@ class RateBudget:
         """Take `requests` and `tokens` (negative: give back); seconds until they may be used."""
         now = self.clock()
         if self.fd >= 0:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            flock(self.fd, fcntl.LOCK_EX, self.path)
             try:
                 data = os.pread(self.fd, _STATE.size, 0)
                 state = list(_STATE.unpack(data)) if len(data) == _STATE.size else None
@@ -144,6 +147,7 @@ class ConcurrencySlots:
         self.fds: list[int] = []
         self.free = list(range(size))  # slots this process does not hold
         self.local = asyncio.Semaphore(size)
+        self.folder = folder
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
             self.fds = [
@@ -159,7 +163,7 @@ class ConcurrencySlots:
     def _try_take(self) -> int | None:
         for position, slot in enumerate(self.free):
             try:
-                fcntl.flock(self.fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                flock(self.fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB, self.folder)
             except BlockingIOError:
                 continue
             del self.free[position]

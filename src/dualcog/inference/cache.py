@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dualcog.config import answer_settings
+from dualcog.inference.locks import flock
 
 LOG = logging.getLogger(__name__)
 
@@ -84,11 +85,12 @@ def cache_line(key: str, sample_id: str, row: Mapping[str, Any]) -> bytes:
 class _Locked:
     """An exclusive `flock` on an open file, released on exit."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
+        self.path = path
 
     def __enter__(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        flock(self.fd, fcntl.LOCK_EX, self.path)
 
     def __exit__(self, *exc: object) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -117,7 +119,7 @@ class ResponseCache:
         self.close()
 
     def _load(self) -> None:
-        with _Locked(self.fd):
+        with _Locked(self.fd, self.path):
             size = os.fstat(self.fd).st_size
             data = os.pread(self.fd, size, 0) if size else b""
             complete_end = data.rfind(b"\n") + 1
@@ -153,7 +155,7 @@ class ResponseCache:
         if not lines:
             return
         data = b"".join(lines)
-        with self.write_lock, _Locked(self.fd):
+        with self.write_lock, _Locked(self.fd, self.path):
             written = 0
             while written < len(data):  # one write in practice; loop for a short write
                 written += os.write(self.fd, data[written:])
