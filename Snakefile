@@ -18,3 +18,11 @@ rule all:
     default_target: True
     input:
         all_outputs(),
+
+
+onsuccess:
+    print_inference_summary()
+
+
+onerror:
+    print_inference_summary()

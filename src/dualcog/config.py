@@ -61,6 +61,8 @@ NON_ANSWER_KEYS = frozenset(
         "base_url",
         "api_source",
         "rate_limit_burst",
+        "rate_limit_window_s",
+        "max_error_rate",
         "retry_backoff_s",
         "retry_backoff_max_s",
         "progress_every_s",

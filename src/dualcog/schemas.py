@@ -105,6 +105,7 @@ RESPONSES = pa.schema(
         ("backend", pa.string()),
         ("request_key", pa.string()),
         ("raw_text", pa.string()),  # null unless status == ok
+        ("reasoning_text", pa.string()),  # provider's separate reasoning field; never parsed
         ("status", pa.string()),  # ok | error | missing
         ("error_type", pa.string()),
         ("error_message", pa.string()),
@@ -112,6 +113,7 @@ RESPONSES = pa.schema(
         ("latency_ms", pa.float64()),
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
+        ("reasoning_tokens", pa.int64()),  # usage.completion_tokens_details.reasoning_tokens
         ("finish_reason", pa.string()),
     ]
 )
