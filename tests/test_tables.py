@@ -82,7 +82,7 @@ def test_csv_keeps_fractions_and_latex_html_escape() -> None:
     assert frame.loc["b", "LP Option Acc"] == 0.75
     latex = to_latex(table)
     assert r"\textbf{75.0}" in latex and r"\underline{50.0}" in latex
-    assert "$^{T}$" in latex
+    assert r"\textsuperscript{T}" in latex
     html = to_html(table)
     assert "<b>75.0</b>" in html and "<u>50.0</u>" in html
 
