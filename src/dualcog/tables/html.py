@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dualcog.tables.cells import Cell, Grid, grid, legend_lines, stamp_items
+from dualcog.tables.cells import COVERAGE_HEADER, Cell, Grid, grid, legend_lines, stamp_items
 from dualcog.tables.model import Stamp, Table
 from dualcog.tables.render_env import html_environment
 
@@ -20,24 +20,29 @@ class HeaderCell:
 
 def header_rows(layout: Grid) -> list[list[HeaderCell]]:
     """One header row, or two when value columns carry a task label above their metric."""
+    pairs = list(enumerate(zip(layout.headers, layout.columns, strict=True)))
     if not any(column is not None and column.span for column in layout.columns):
         return [
             [
-                HeaderCell(h, numeric=c is not None)
-                for h, c in zip(layout.headers, layout.columns, strict=True)
+                HeaderCell(h, numeric=c is not None or h == COVERAGE_HEADER, column_index=i)
+                for i, (h, c) in pairs
             ]
         ]
     top: list[HeaderCell] = []
     bottom: list[HeaderCell] = []
-    for header, column in zip(layout.headers, layout.columns, strict=True):
-        if column is None or not column.span:
-            top.append(HeaderCell(header, rowspan=2, numeric=column is not None))
-        elif top and top[-1].text == column.span and top[-1].rowspan == 1:
-            top[-1] = HeaderCell(column.span, top[-1].colspan + 1, numeric=True)
-            bottom.append(HeaderCell(column.label, numeric=True))
+    previous_span = ""
+    for index, (header, column) in pairs:
+        span = column.span if column is not None else ""
+        if not span:
+            numeric = column is not None or header == COVERAGE_HEADER
+            top.append(HeaderCell(header, rowspan=2, numeric=numeric, column_index=index))
+        elif span == previous_span:
+            top[-1] = HeaderCell(span, top[-1].colspan + 1, numeric=True)
+            bottom.append(HeaderCell(column.label, numeric=True, column_index=index))
         else:
-            top.append(HeaderCell(column.span, numeric=True))
-            bottom.append(HeaderCell(column.label, numeric=True))
+            top.append(HeaderCell(span, numeric=True))
+            bottom.append(HeaderCell(column.label, numeric=True, column_index=index))
+        previous_span = span
     return [top, bottom]
 
 

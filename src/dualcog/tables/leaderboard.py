@@ -144,7 +144,9 @@ def _value_cell(cell: Cell, model: str, header: str, context: PageContext) -> di
     column = cell.column
     assert column is not None
     linked = column.task in SCORED_BY_TASK or column.task in FAMILY_SIDES
-    tooltip = [f"{context.labels[model]} · {header}: {cell.text}" + ("%" if cell.value is not None else "")]
+    tooltip = [
+        f"{context.labels[model]} · {header}: {cell.text}" + ("%" if cell.value is not None else "")
+    ]
     tasks = member_tasks(column.task) if column.task else ()
     for task in tasks:
         if (model, task) in context.coverage:
@@ -244,12 +246,16 @@ def render_leaderboard(
         }
         for view in views
     ]
-    return html_environment().get_template("leaderboard.html.j2").render(
-        views=view_models,
-        groups=[(g, GROUP_TITLES.get(g, g)) for g in groups],
-        parses=PARSES,
-        has_intervals=bool(context.intervals),
-        stamp=stamp_items(stamp if stamp is not None else inputs.stamp),
+    return (
+        html_environment()
+        .get_template("leaderboard.html.j2")
+        .render(
+            views=view_models,
+            groups=[(g, GROUP_TITLES.get(g, g)) for g in groups],
+            parses=PARSES,
+            has_intervals=bool(context.intervals),
+            stamp=stamp_items(stamp if stamp is not None else inputs.stamp),
+        )
     )
 
 
