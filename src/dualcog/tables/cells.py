@@ -29,6 +29,7 @@ class Cell:
     mark: str = ""  # "best" | "second" within the model group
     flag: str = ""  # "partial" | "none" (coverage)
     column: Column | None = None  # set on value cells
+    numeric: bool = False  # right-aligned: a number, or the dash of a numeric column
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,13 @@ def percent(value: object) -> str:
 
 def _text_cell(value: object, number_format: str | None) -> Cell:
     if _missing(value):
-        return Cell(DASH)
+        return Cell(DASH, numeric=number_format is not None)
     if number_format is not None:
-        return Cell(format(float(value), number_format), value=float(value))
+        return Cell(format(float(value), number_format), value=float(value), numeric=True)
     if isinstance(value, float):
-        return Cell(f"{value:+.1f}", value=value)
+        return Cell(f"{value:+.1f}", value=value, numeric=True)
     if isinstance(value, (int, np.integer)):
-        return Cell(str(value), value=float(value))
+        return Cell(str(value), value=float(value), numeric=True)
     return Cell(str(value))
 
 
@@ -106,9 +107,14 @@ def _coverage_cell(table: Table, model: str) -> Cell:
     responses = table.coverage.at[model, "responses"]
     expected = table.coverage.at[model, "expected"]
     if _missing(expected):
-        return Cell(DASH)
+        return Cell(DASH, numeric=True)
     flag = "none" if responses == 0 else ("partial" if responses < expected else "")
-    return Cell(coverage_text(responses, expected), value=float(responses / expected), flag=flag)
+    return Cell(
+        coverage_text(responses, expected),
+        value=float(responses / expected),
+        flag=flag,
+        numeric=True,
+    )
 
 
 def grid(table: Table) -> Grid:
@@ -134,6 +140,7 @@ def grid(table: Table) -> Grid:
                         mark=found.get((model, header), ""),
                         flag=table.flags.get((model, header), ""),
                         column=by_header[header],
+                        numeric=True,
                     )
                 )
             else:

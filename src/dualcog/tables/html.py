@@ -48,7 +48,7 @@ def header_rows(layout: Grid) -> list[list[HeaderCell]]:
 
 def cell_classes(cell: Cell) -> str:
     classes = []
-    if cell.column is not None or cell.value is not None:
+    if cell.numeric:
         classes.append("num")
     if cell.mark:
         classes.append(cell.mark)

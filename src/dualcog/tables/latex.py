@@ -78,7 +78,7 @@ def _cell(cell: Cell) -> str:
 
 def _is_numeric(layout: Grid, index: int) -> bool:
     values = [row.cells[index] for row in layout.rows]
-    return all(cell.value is not None or cell.text == DASH for cell in values)
+    return all(cell.numeric or cell.text == DASH for cell in values)
 
 
 def _column_format(layout: Grid) -> str:
