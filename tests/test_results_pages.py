@@ -16,6 +16,9 @@ import yaml
 from cdp import Browser
 from workflow_runner import REPO, run_snakemake, write_config
 
+from dualcog.tables.inputs import load_inputs
+from dualcog.tables.leaderboard import render_leaderboard
+
 TABLES = ("audit", "audit_gains", "image_main", "video_main", "overall")
 TEX_DOCUMENT = r"""\documentclass{article}
 \usepackage{booktabs}
@@ -186,5 +189,33 @@ def test_leaderboard_sorts_filters_and_switches_in_chromium(demo: Path, tmp_path
         if os.environ.get("DUALCOG_UPDATE_SCREENSHOTS"):
             shutil.copyfile(shot, REPO / "docs" / "img" / "leaderboard.png")
         assert browser.errors() == []
+
+        # With intervals given, the toggle shows them in the cells.
+        with_intervals = tmp_path / "with_intervals.html"
+        with_intervals.write_text(_page_with_intervals(demo, config["models"]), encoding="utf-8")
+        browser.open(with_intervals.as_uri())
+        display = (
+            "getComputedStyle(document.querySelector('section.view:not([hidden])"
+            " div.variant:not([hidden]) span.ci')).display"
+        )
+        assert browser.evaluate(display) == "none"
+        browser.click("#show-ci")
+        assert browser.evaluate(display) == "inline"
+        assert browser.errors() == []
     finally:
         browser.close()
+
+
+def _page_with_intervals(demo: Path, models: list[dict]) -> str:
+    """The demo leaderboard given a hand-made intervals table (value +- 5 points)."""
+    results = demo / "results"
+    inputs = load_inputs(
+        results / "metrics" / "metrics.parquet",
+        sorted((results / "parsed").glob("*.run.json")),
+    )
+    main = inputs.metrics[inputs.metrics["metric"].isin(["option_acc", "bbox_acc50"])]
+    inputs.intervals = main.assign(
+        ci_low=(main["value"] - 0.05).clip(0, 1), ci_high=(main["value"] + 0.05).clip(0, 1),
+        n_clusters=8, n_boot=200, seed=0, level=0.95,
+    )  # fmt: skip
+    return render_leaderboard(inputs, models)

@@ -64,9 +64,14 @@
     ciToggle.addEventListener("change", () => document.body.classList.toggle("show-ci", ciToggle.checked));
   }
   for (const header of document.querySelectorAll("th.sortable")) {
-    header.addEventListener("click", () =>
-      sortTable(header.closest("table"), Number(header.dataset.col), header)
-    );
+    const sort = () => sortTable(header.closest("table"), Number(header.dataset.col), header);
+    header.addEventListener("click", sort);
+    header.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        sort();
+      }
+    });
   }
   showView(tabs.length ? tabs[0].dataset.view : "");
   showParse(parse);
