@@ -5,6 +5,9 @@
 configfile: "config/config.yaml"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/ingest.smk"
 include: "rules/render.smk"

@@ -98,5 +98,71 @@ def table_outputs():
     return [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
 
 
+# Tables and leaderboard: optional inputs from other rule files, report flags.
+OPTIONAL_RESULT_INPUTS = {
+    "intervals": "results/metrics/intervals.parquet",
+    "stamp": "results/stamp.json",
+}
+
+TABLE_CAPTIONS = {
+    "image_main": "Image tasks",
+    "video_main": "Video tasks",
+    "audit": "Compatibility audit",
+    "audit_gains": "Compatibility audit",
+    "overall": "Aggregates",
+}
+
+
+def optional_result_inputs(wildcards):
+    """The optional inputs some rule of this workflow produces (none when no rule does)."""
+    produced = {str(path) for rule in workflow.rules for path in rule.output}
+    return {k: v for k, v in OPTIONAL_RESULT_INPUTS.items() if v in produced}
+
+
+def all_responses():
+    return [
+        f"results/responses/{m['name']}/{task}.parquet"
+        for m in config["models"]
+        for task in model_tasks(config, m)
+    ]
+
+
+def report_format():
+    """The one format of each table shown in the Snakemake report."""
+    formats = config["tables"]["formats"]
+    return "html" if "html" in formats else formats[0]
+
+
+def table_report_outputs():
+    """table_outputs(), the report's format of each flagged for `snakemake --report`."""
+    shown = report_format()
+    outputs = []
+    for path in table_outputs():
+        name, fmt = Path(path).name.split(".", 1)
+        if fmt == shown:
+            path = report(
+                path,
+                caption=f"../report/tables/{name}.rst",
+                category="Tables",
+                subcategory=TABLE_CAPTIONS[name],
+                labels={"table": name, "format": fmt},
+            )
+        outputs.append(path)
+    return outputs
+
+
+TABLE_MODELS = [
+    {
+        k: m.get(k)
+        for k in ("name", "display_name", "group", "reasoning_only", "backend")
+    }
+    for m in config["models"]
+]
+
+
 def all_outputs():
-    return ["results/metrics/metrics.parquet", *table_outputs()]
+    return [
+        "results/metrics/metrics.parquet",
+        *table_outputs(),
+        "results/leaderboard.html",
+    ]
