@@ -12,6 +12,7 @@ include: "rules/inference.smk"
 include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
+include: "rules/stats.smk"
 
 
 rule all:

@@ -99,4 +99,5 @@ def table_outputs():
 
 
 def all_outputs():
-    return ["results/metrics/metrics.parquet", *table_outputs()]
+    # stats_outputs() and plot_outputs() live in rules/stats.smk and rules/plots.smk.
+    return ["results/metrics/metrics.parquet", *table_outputs(), *stats_outputs()]
