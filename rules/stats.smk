@@ -66,7 +66,9 @@ rule compare:
         "../envs/dualcog.yaml"
     params:
         bootstrap=config["bootstrap"],
-        display_names={m["name"]: m.get("display_name") or m["name"] for m in config["models"]},
+        display_names={
+            m["name"]: m.get("display_name") or m["name"] for m in config["models"]
+        },
         version=STATS_VERSION,
     script:
         "../scripts/compare.py"

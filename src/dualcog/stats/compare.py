@@ -144,5 +144,5 @@ def comparison_markdown(frame: pd.DataFrame, display: Mapping[str, str] | None =
             f"| {_points(row.difference)}{' *' if excludes_zero else ''} "
             f"| [{_points(row.ci_low)}, {_points(row.ci_high)}] | {row.n} |"
         )
-    lines += ["", "Every metric, parse mode and stratum is in the Parquet file beside this one.", ""]
+    lines += ["", "Every metric, parse mode and stratum is in the Parquet file beside this.", ""]
     return "\n".join(lines)

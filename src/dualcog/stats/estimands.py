@@ -228,7 +228,9 @@ def _dual_units(scores: pd.DataFrame, pairs: pd.DataFrame, clusters: Clusters) -
 def _aggregates(keys: pd.DataFrame) -> tuple:
     """Convenience aggregates over the headline ratios present (compatible, stratum all)."""
     base = keys[(keys["parse"] == AGGREGATE_PARSE) & (keys["stratum"] == "all")]
-    column_of = {(t, m): int(i) for i, t, m in zip(base.index, base["task"], base["metric"])}
+    column_of = {
+        (t, m): int(i) for i, t, m in zip(base.index, base["task"], base["metric"], strict=True)
+    }
 
     def present(pairs) -> tuple[int, ...]:
         return tuple(column_of[k] for k in pairs if k in column_of)
