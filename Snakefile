@@ -13,6 +13,7 @@ include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
 include: "rules/stats.smk"
+include: "rules/plots.smk"
 
 
 rule all:

@@ -1,24 +1,9 @@
 # Uncertainty: cluster-bootstrap intervals of every metric, paired model comparisons.
-from dualcog.stats import comparison_pairs
-from dualcog.versions import STATS_VERSION
-
-COMPARE_PAIRS = comparison_pairs(config)
 
 
 wildcard_constraints:
     model_a="|".join(re.escape(m) for m in MODELS),
     model_b="|".join(re.escape(m) for m in MODELS),
-
-
-def stats_outputs():
-    return [
-        "results/metrics/intervals.parquet",
-        *(
-            f"results/compare/{a}__vs__{b}.{ext}"
-            for a, b in COMPARE_PAIRS
-            for ext in ("parquet", "md")
-        ),
-    ]
 
 
 rule intervals:
