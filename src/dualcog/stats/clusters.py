@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dualcog.tasks import IMAGE_TASKS
+
 MODALITY_GROUPS = ("image", "video")
 
 
@@ -53,7 +55,7 @@ def _key_or_sample(parts: list[pd.Series], sample_ids: pd.Series) -> pd.Series:
 def sample_clusters(samples: pd.DataFrame) -> pd.Series:
     """Cluster id of every sample (index: sample_id), prefixed by its modality group."""
     ids = samples["sample_id"].reset_index(drop=True)
-    image = (samples["modality"] == "image").to_numpy()
+    image = samples["task"].isin(IMAGE_TASKS).to_numpy()
     scene_landmark = _key_or_sample(
         [samples["scene_id"].reset_index(drop=True), samples["landmark_id"].reset_index(drop=True)],
         ids,
