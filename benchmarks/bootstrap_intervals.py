@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 # The synthetic benchmark of the scoring benchmark: same samples, same parsed answers.
@@ -36,10 +37,9 @@ def naive_replicates(scores, samples, clusters, weights) -> np.ndarray:
     pairs, _ = dual_pairs(samples)
     pairs = pairs.rename(columns={"stratum": "stratum_of_pair"})
     cluster = clusters.indices(scores["sample_id"])
-    units = _task_units(scores, cluster) + _dual_units(scores, pairs, clusters)
-    import pandas as pd
-
-    units = pd.concat(units, ignore_index=True)
+    units = pd.concat(
+        _task_units(scores, cluster) + _dual_units(scores, pairs, clusters), ignore_index=True
+    )
     key_columns = ["task", "parse", "stratum", "metric"]
     keys = {}
     for key, n in zip(
