@@ -15,6 +15,8 @@ include: "rules/inference.smk"
 include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
+include: "rules/stats.smk"
+include: "rules/plots.smk"
 
 
 rule all:

@@ -13,6 +13,7 @@ from dualcog.config import (
 )
 from dualcog.ingest import find_manifests
 from dualcog.render import video_mode_name
+from dualcog.stats import comparison_pairs
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
     INGEST_VERSION,
@@ -20,6 +21,8 @@ from dualcog.versions import (
     RENDER_VERSION,
     SCORER_VERSION,
     TABLES_VERSION,
+    PLOTS_VERSION,
+    STATS_VERSION,
 )
 
 config = validate_config(config, "the workflow configuration")
@@ -28,6 +31,7 @@ MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
+COMPARE_PAIRS = comparison_pairs(config)
 
 
 wildcard_constraints:
@@ -158,6 +162,28 @@ TABLE_MODELS = [
     }
     for m in config["models"]
 ]
+def stats_outputs():
+    return [
+        "results/metrics/intervals.parquet",
+        *(
+            f"results/compare/{a}__vs__{b}.{ext}"
+            for a, b in COMPARE_PAIRS
+            for ext in ("parquet", "md")
+        ),
+    ]
+
+
+def plot_names():
+    names = ["cognition_balance", "by_difficulty"]
+    if IMAGE_TASKS_ON:
+        names = ["answer_vs_grounding", *names, "audit_gains"]
+    return names
+
+
+def plot_outputs():
+    return [
+        f"results/plots/{name}.{fmt}" for name in plot_names() for fmt in ("png", "svg")
+    ]
 
 
 def all_outputs():
@@ -165,4 +191,6 @@ def all_outputs():
         "results/metrics/metrics.parquet",
         *table_outputs(),
         "results/leaderboard.html",
+        *stats_outputs(),
+        *plot_outputs(),
     ]

@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
         "store": "results/media/store",
     },
     "tables": {"formats": ["csv", "md"]},
+    "bootstrap": {"replicates": 1000, "seed": 0, "level": 0.95},
+    "compare": [],
 }
 MODEL_DEFAULTS: dict[str, Any] = {
     "group": "baseline",
