@@ -12,6 +12,8 @@ include: "rules/inference.smk"
 include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
+include: "rules/stamp.smk"
+include: "rules/explorer.smk"
 
 
 rule all:

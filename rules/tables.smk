@@ -3,6 +3,7 @@ rule tables:
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
+        stamp="results/stamp.json",
     output:
         table_outputs(),
     log:

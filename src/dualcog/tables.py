@@ -9,6 +9,7 @@ within each model group, and a `T` mark on reasoning-only rows.
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dualcog.stamp import model_digests_line, stamp_summary
 from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK
 
 GROUP_ORDER = ("proprietary", "open-weights", "spatial", "baseline")
@@ -301,7 +303,7 @@ def _cells(table: Table, style: Mapping[str, str]) -> tuple[list[str], list[list
     return headers, body
 
 
-def to_markdown(table: Table) -> str:
+def to_markdown(table: Table, stamp: Mapping | None = None) -> str:
     headers, body = _cells(table, {"best": "**{}**", "second": "<u>{}</u>"})
     lines = [f"## {table.title}", ""]
     groups = table.frame["Group"].tolist() if not table.frame.empty else []
@@ -321,6 +323,8 @@ def to_markdown(table: Table) -> str:
         + "ᵀ: reasoning-only model run at its lowest effort."
     )
     lines.extend(table.notes)
+    if stamp:
+        lines += ["", f"Stamp: {stamp_summary(stamp)}. {model_digests_line(stamp)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -337,9 +341,10 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def to_latex(table: Table) -> str:
+def to_latex(table: Table, stamp: Mapping | None = None) -> str:
     headers, body = _cells(table, {"best": r"\textbf{{{}}}", "second": r"\underline{{{}}}"})
-    lines = [r"\begin{tabular}{l" + "r" * (len(headers) - 1) + "}", r"\toprule"]
+    lines = [f"% Stamp: {stamp_summary(stamp)}"] if stamp else []
+    lines += [r"\begin{tabular}{l" + "r" * (len(headers) - 1) + "}", r"\toprule"]
     lines.append(" & ".join(_latex_escape(h) for h in headers) + r" \\")
     lines.append(r"\midrule")
     for cells in body:
@@ -348,7 +353,7 @@ def to_latex(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: Table) -> str:
+def to_html(table: Table, stamp: Mapping | None = None) -> str:
     headers, body = _cells(table, {"best": "<b>{}</b>", "second": "<u>{}</u>"})
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     rows = "".join(
@@ -359,13 +364,18 @@ def to_html(table: Table) -> str:
         + "</tr>"
         for cells in body
     )
+    footer = ""
+    if stamp:
+        data = html.escape(json.dumps(stamp, sort_keys=True), quote=True)
+        footer = f'<p class="stamp" data-stamp="{data}">{html.escape(stamp_summary(stamp))}</p>\n'
     return (
         f"<table>\n<caption>{html.escape(table.title)}</caption>\n"
-        f"<thead><tr>{head}</tr></thead>\n<tbody>{rows}</tbody>\n</table>\n"
+        f"<thead><tr>{head}</tr></thead>\n<tbody>{rows}</tbody>\n</table>\n{footer}"
     )
 
 
-def to_csv(table: Table) -> str:
+def to_csv(table: Table, stamp: Mapping | None = None) -> str:
+    """Plain CSV (a stamp cannot live inside it: `write_table` writes a sidecar)."""
     frame = table.frame.copy()
     frame.index.name = "run"
     return frame.to_csv(float_format="%.6g")
@@ -374,14 +384,21 @@ def to_csv(table: Table) -> str:
 WRITERS = {"csv": to_csv, "md": to_markdown, "tex": to_latex, "html": to_html}
 
 
-def write_table(table: Table, directory: str | Path, formats: Iterable[str]) -> list[Path]:
+def write_table(
+    table: Table, directory: str | Path, formats: Iterable[str], stamp: Mapping | None = None
+) -> list[Path]:
+    """Write `table` in each format; with a stamp, CSV gets `<name>.stamp.json` beside it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in formats:
         path = directory / f"{table.name}.{fmt}"
-        path.write_text(WRITERS[fmt](table), encoding="utf-8")
+        path.write_text(WRITERS[fmt](table, stamp), encoding="utf-8")
         written.append(path)
+        if fmt == "csv" and stamp:
+            sidecar = directory / f"{table.name}.stamp.json"
+            sidecar.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", "utf-8")
+            written.append(sidecar)
     return written
 
 

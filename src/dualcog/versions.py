@@ -5,3 +5,5 @@ RENDER_VERSION = "render-1"
 PARSER_VERSION = "parse-1"
 SCORER_VERSION = "score-1"
 TABLES_VERSION = "tables-1"
+PROTOCOL_REVISION = "2.2"  # revision of the evaluation contract implemented (docs/protocol.md)
+EXPLORER_VERSION = "explorer-1"
