@@ -181,7 +181,7 @@ def _strip(source: str | None, classes: Sequence[ClassMatch], media: MediaIndex)
                 seen.add((match.label, frame[0]))
                 strip.append({"label": match.label, "start": start, "file": frame[0],
                               "time": frame[1]})  # fmt: skip
-    return strip
+    return sorted(strip, key=lambda f: (f["start"], f["label"]))
 
 
 def _check_counts(classes: Sequence[ClassMatch], score: Mapping[str, Any], where: str) -> None:
