@@ -37,7 +37,7 @@ rule explorer:
         stamp=lambda wc: stamp_models([wc.model])[wc.model],
         label=lambda wc: model_by_name(config, wc.model).get("display_name") or wc.model,
         models=MODELS,
-        data_root=config["data_root"],
+        data_root=lambda wildcards: config["data_root"],
         version=EXPLORER_VERSION,
     script:
         "../scripts/explorer.py"

@@ -10,7 +10,7 @@ rule stamp:
         "../envs/dualcog.yaml"
     params:
         models=stamp_models(),
-        data_root=config["data_root"],
+        data_root=lambda wildcards: config["data_root"],
         versions=STAGE_VERSIONS,
         protocol=PROTOCOL_REVISION,
     script:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dualcog.explorer.page import write_explorer
+from dualcog.explorer.page import CHUNK_BYTES_LIMIT, PAGE_BYTES_LIMIT, write_explorer
 from dualcog.explorer.records import MediaIndex, sample_records
 from dualcog.runtime import log, run_step
 from dualcog.schemas import read_frame
@@ -31,7 +31,16 @@ def main(sm):
         stamp=stamp,
         label=sm.params.label,
     )
-    log.info("explorer %s: %s", Path(sm.output.page).name, files.sizes())
+    sizes = files.sizes()
+    log.info("explorer %s: %s", Path(sm.output.page).name, sizes)
+    if sizes["page_bytes"] > PAGE_BYTES_LIMIT or sizes["largest_chunk_bytes"] > CHUNK_BYTES_LIMIT:
+        log.warning(
+            "explorer %s is over the stated size limits (page %d B, chunk %d B): long raw "
+            "responses?",
+            model,
+            PAGE_BYTES_LIMIT,
+            CHUNK_BYTES_LIMIT,
+        )
 
 
 run_step(snakemake, main)  # noqa: F821

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from score_fixtures import (
@@ -21,7 +23,13 @@ from score_fixtures import (
 
 from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
 from dualcog.explorer.media import MAX_FRAMES, grid_times
-from dualcog.explorer.page import CHUNK_SIZE, task_filters, write_explorer
+from dualcog.explorer.page import (
+    CHUNK_BYTES_LIMIT,
+    CHUNK_SIZE,
+    PAGE_BYTES_LIMIT,
+    task_filters,
+    write_explorer,
+)
 from dualcog.explorer.records import MediaIndex, sample_records
 from dualcog.scoring import score_samples
 
@@ -190,6 +198,25 @@ def test_task_filters_accept_scored_tasks_and_families() -> None:
     assert filters["composite_behavior"] == {"tasks": [2], "slot": "a"}
     assert filters["position"] == {"tasks": [0, 1], "slot": "a"}
     assert "action_observation" not in filters
+    assert filters["overall"] == {"tasks": [0, 1, 2], "slot": "ab"}
+
+
+def test_page_sizes_at_paper_scale(tmp_path: Path) -> None:
+    """The stated limits (docs/explorer.md) hold for a benchmark-sized synthetic run."""
+    spec = importlib.util.spec_from_file_location(
+        "explorer_scale", Path(__file__).parents[1] / "benchmarks" / "explorer_scale.py"
+    )
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    samples, parsed, responses = scale.synthetic_run(np.random.default_rng(0))
+    scores = score_samples(samples, parsed, ("compatible",))
+    records = sample_records(samples, parsed, scores, responses, scale.media_index(samples))
+    assert sum(r is not None for r in records) == 4096 + 2048
+    files = write_explorer("m", records, tmp_path / "m.html", tmp_path / "data",
+                           all_models=["m"], stamp=None)  # fmt: skip
+    sizes = files.sizes()
+    assert sizes["page_bytes"] < PAGE_BYTES_LIMIT
+    assert sizes["largest_chunk_bytes"] < CHUNK_BYTES_LIMIT
 
 
 def test_grid_times_are_bounded() -> None:
