@@ -244,29 +244,25 @@ def test_drawn_intervals_are_the_scored_coordinates(demo: Path, browser: Browser
     def x_of(t: float) -> float:
         return left + (lane_left + t / duration * track) * k
 
-    checked = 0
-    missed = {g for g in range(len(gold))}
-    counts_match = match_classes({"visible": gold}, {"visible": pred}, 0)
-    assert counts_match.tp >= 1
-    for (start, end), y_mid, colours in (
-        *((g, top + 9 * k, [GOLD]) for g in gold),
-        *((p, top + 21 * k, [FALSE_POSITIVE if fp else PRED])
-          for p, fp in zip(pred, false_positive, strict=True)),
-    ):  # fmt: skip
-        if end - start < 0.3:
-            continue
-        colour = colours[0]
+    # One lane (visibility): gold bar centred 9 px below the top, predicted bar 21 px.
+    bars = [(g, top + 9 * k, GOLD) for g in gold]
+    bars += [(p, top + 21 * k, FALSE_POSITIVE if fp else PRED)
+             for p, fp in zip(pred, false_positive, strict=True)]  # fmt: skip
+    checked = {GOLD: 0, PRED: 0, FALSE_POSITIVE: 0}
+    for (start, end), y_mid, colour in bars:
         inside = [x_of(start) + 3, x_of(end) - 3]
-        if colour == GOLD and not any(
-            _near(shot.getpixel((round(x), round(y_mid))), GOLD) for x in inside
+        if end - start < 0.3 or (
+            colour == GOLD
+            and not any(_near(shot.getpixel((round(x), round(y_mid))), GOLD) for x in inside)
         ):
-            continue  # a missed gold bar is drawn hollow (checked by the page test)
+            continue  # too short to probe, or a missed gold bar (drawn hollow)
         for x in inside:
             assert _near(shot.getpixel((round(x), round(y_mid))), colour), (sample_id, start, x)
         outside = x_of(start) - 4
         assert not _near(shot.getpixel((round(outside), round(y_mid))), colour)
-        checked += 1
-    assert checked >= 2 and missed is not None
+        checked[colour] += 1
+    # The sample has a match: at least one filled gold bar and one predicted bar were probed.
+    assert checked[GOLD] >= 1 and checked[PRED] >= 1, checked
 
 
 def test_changing_one_model_changes_only_its_stamp(demo: Path) -> None:
