@@ -17,6 +17,8 @@ include: "rules/score.smk"
 include: "rules/tables.smk"
 include: "rules/stats.smk"
 include: "rules/plots.smk"
+include: "rules/stamp.smk"
+include: "rules/explorer.smk"
 
 
 rule all:

@@ -14,10 +14,13 @@ from dualcog.config import (
 from dualcog.ingest import find_manifests
 from dualcog.render import video_mode_name
 from dualcog.stats import comparison_pairs
+from dualcog.stamp import STAGE_VERSIONS, model_entry
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
+    EXPLORER_VERSION,
     INGEST_VERSION,
     PARSER_VERSION,
+    PROTOCOL_REVISION,
     RENDER_VERSION,
     SCORER_VERSION,
     TABLES_VERSION,
@@ -83,6 +86,19 @@ def replay_sources(wildcards):
     return [sources] if isinstance(sources, str) else list(sources)
 
 
+def all_replay_sources():
+    return sorted({p for m in config["models"] for p in model_entry(m)["replay"]})
+
+
+def stamp_models(names=None):
+    """Per-model stamp entries (answer-settings digest, bbox_scale, replay files)."""
+    return {
+        m["name"]: model_entry(m)
+        for m in config["models"]
+        if names is None or m["name"] in names
+    }
+
+
 def responses_of(wildcards):
     model = model_by_name(config, wildcards.model)
     return [
@@ -99,7 +115,14 @@ def table_outputs():
     if VIDEO_TASKS_ON:
         names.append("video_main")
     names.append("overall")
-    return [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
+    paths = [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
+    if "csv" in formats:  # CSV has no room for a stamp: a sidecar carries it
+        paths += [f"results/tables/{name}.stamp.json" for name in names]
+    return paths
+
+
+def explorer_outputs():
+    return [f"results/explorer/{m}.html" for m in MODELS]
 
 
 # Tables and leaderboard: optional inputs from other rule files, report flags.
@@ -188,9 +211,11 @@ def plot_outputs():
 
 def all_outputs():
     return [
+        "results/stamp.json",
         "results/metrics/metrics.parquet",
         *table_outputs(),
         "results/leaderboard.html",
         *stats_outputs(),
         *plot_outputs(),
+        *explorer_outputs(),
     ]

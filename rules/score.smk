@@ -17,7 +17,8 @@ rule score:
 
 rule collect_metrics:
     input:
-        expand("results/metrics/by_model/{model}.parquet", model=MODELS),
+        metrics=expand("results/metrics/by_model/{model}.parquet", model=MODELS),
+        stamp="results/stamp.json",
     output:
         "results/metrics/metrics.parquet",
     log:

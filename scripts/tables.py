@@ -15,7 +15,8 @@ def main(sm):
         sm.input.responses,
         stamp=sm.input.get("stamp"),
     )
-    names = list(dict.fromkeys(Path(p).stem for p in sm.output))
+    tables_out = [Path(p) for p in sm.output if not p.endswith(".stamp.json")]  # CSV sidecars
+    names = list(dict.fromkeys(p.stem for p in tables_out))
     tables = build_all(
         names, inputs.metrics, sm.params.models, inputs.runs, inputs.counts, inputs.tokens
     )

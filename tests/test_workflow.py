@@ -157,9 +157,10 @@ def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
     infer_tasks = {w["task"] for rule, w in jobs if rule == "infer"}
     assert len(infer_tasks) == 6
     rules = {rule for rule, _ in jobs}
+    # stamp: the model's settings digest changed; explorer: that model's page only.
     assert rules == {
         "infer", "parse", "score", "collect_metrics", "tables", "leaderboard",
-        "intervals", "collect_intervals", "plots", "all",
+        "intervals", "collect_intervals", "plots", "stamp", "explorer", "all",
     }  # fmt: skip
 
 

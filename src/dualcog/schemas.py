@@ -173,10 +173,20 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
-def write_table(frame: pd.DataFrame | pa.Table, schema: pa.Schema, path: str | Path) -> None:
-    """Write a typed Parquet artifact atomically (temp file then rename)."""
+def write_table(
+    frame: pd.DataFrame | pa.Table,
+    schema: pa.Schema,
+    path: str | Path,
+    metadata: dict[bytes, bytes] | None = None,
+) -> None:
+    """Write a typed Parquet artifact atomically (temp file then rename).
+
+    `metadata` is added to the file's schema metadata (e.g. the result stamp).
+    """
     table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
     table = table.select(schema.names).cast(schema)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

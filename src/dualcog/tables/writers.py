@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,6 +36,7 @@ WRITERS = {"csv": to_csv, "md": to_markdown, "tex": to_latex, "html": to_html}
 def write_table(
     table: Table, directory: str | Path, formats: Iterable[str], stamp: Stamp | None = None
 ) -> list[Path]:
+    """Write `table` in each format; with a stamp, CSV gets `<name>.stamp.json` beside it."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -42,4 +44,8 @@ def write_table(
         path = directory / f"{table.name}.{fmt}"
         path.write_text(WRITERS[fmt](table, stamp), encoding="utf-8")
         written.append(path)
+        if fmt == "csv" and stamp:
+            sidecar = directory / f"{table.name}.stamp.json"
+            sidecar.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", "utf-8")
+            written.append(sidecar)
     return written
