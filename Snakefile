@@ -2,7 +2,11 @@
 # Rules are split by phase under rules/; the library src/dualcog/ does the work.
 
 
-configfile: "config/config.yaml"
+# The demo's settings apply only when no --configfile is given: a user's config file is used on
+# its own and never inherits the demo's data or models (docs/configuration.md).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"

@@ -12,6 +12,7 @@ from dualcog.config import (
     validate_config,
 )
 from dualcog.ingest import find_manifests
+from dualcog.preflight import require_ready
 from dualcog.render import video_mode_name
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
@@ -22,7 +23,12 @@ from dualcog.versions import (
     TABLES_VERSION,
 )
 
-config = validate_config(config, "the workflow configuration")
+CONFIG_SOURCE = (
+    ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
+)
+config = validate_config(config, CONFIG_SOURCE)
+# Before any job, a dry run included: every missing variable, replay file or data problem.
+require_ready(config, CONFIG_SOURCE)
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
