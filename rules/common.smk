@@ -14,6 +14,7 @@ from dualcog.config import (
 from dualcog.ingest import find_manifests
 from dualcog.preflight import require_ready
 from dualcog.render import video_mode_name
+from dualcog.serving import served_groups
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
     INGEST_VERSION,
@@ -32,6 +33,10 @@ require_ready(config, CONFIG_SOURCE)
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
+SERVED_GROUPS = served_groups(config["models"])
+SERVED_RUNS = [run for group in SERVED_GROUPS for run in group.runs]
+# Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
+UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 
@@ -40,6 +45,11 @@ wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS),
     task="|".join(TASKS),
     vmode=r"video_url|frames\d+",
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly `names` (nothing when empty)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
 def manifest_files():

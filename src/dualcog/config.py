@@ -164,9 +164,7 @@ def _selects(pattern: str, model: Mapping[str, Any]) -> bool:
     return fnmatch.fnmatchcase(str(model["name"]), pattern)
 
 
-def _check(
-    schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False
-) -> None:
+def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if unset_ok:
