@@ -65,7 +65,7 @@ def wait_for(condition, timeout: float = 120.0) -> None:
 
 def test_one_server_for_all_runs_and_tasks_then_gone(tmp_path: Path) -> None:
     starts = tmp_path / "starts.txt"
-    write_config(tmp_path, config(starts))
+    write_config(tmp_path, config(starts, "--startup-delay", "1.5"))  # health is awaited
     plan = run_snakemake(tmp_path, "-n")
     assert "infer_served_Local_VLM" in plan.stdout
     run_snakemake(tmp_path)
