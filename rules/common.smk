@@ -12,9 +12,11 @@ from dualcog.config import (
     validate_config,
 )
 from dualcog.ingest import find_manifests
+from dualcog.preflight import require_ready
 from dualcog.render import video_mode_name
 from dualcog.stats import comparison_pairs
 from dualcog.stamp import STAGE_VERSIONS, model_entry
+from dualcog.serving import served_groups
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
     EXPLORER_VERSION,
@@ -28,10 +30,19 @@ from dualcog.versions import (
     STATS_VERSION,
 )
 
-config = validate_config(config, "the workflow configuration")
+CONFIG_SOURCE = (
+    ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
+)
+config = validate_config(config, CONFIG_SOURCE)
+# Before any job, a dry run included: every missing variable, replay file or data problem.
+require_ready(config, CONFIG_SOURCE)
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
+SERVED_GROUPS = served_groups(config["models"])
+SERVED_RUNS = [run for group in SERVED_GROUPS for run in group.runs]
+# Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
+UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 COMPARE_PAIRS = comparison_pairs(config)
@@ -41,6 +52,11 @@ wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS),
     task="|".join(TASKS),
     vmode=r"video_url|frames\d+",
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly `names` (nothing when empty)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
 def manifest_files():
