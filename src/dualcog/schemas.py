@@ -170,6 +170,8 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     for name in schema.names:
         if name not in frame.columns:
             frame[name] = None
+        elif pa.types.is_nested(schema.field(name).type) and frame[name].isna().all():
+            frame[name] = None  # all missing (e.g. no task has candidates): pandas made it float
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
