@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -84,10 +85,9 @@ def find_manifests(data_root: str | Path) -> list[ManifestFile]:
     if not root.is_dir():
         raise DataError("data root is not a folder", file=str(root))
     found: list[ManifestFile] = []
-    for modality, (parent, child) in (("image", IMAGE_MANIFEST_DIR), ("video", VIDEO_MANIFEST_DIR)):
-        for folder in sorted(root.glob(f"**/{parent}/{child}")):
-            if not folder.is_dir():
-                continue
+    folders = _manifest_folders(root)
+    for modality, layout in (("image", IMAGE_MANIFEST_DIR), ("video", VIDEO_MANIFEST_DIR)):
+        for folder in sorted(folders[layout]):
             files = sorted(p for p in folder.glob("*.json") if p.is_file())
             latest = [p for p in files if p.name.endswith(LATEST_SUFFIX)]
             chosen = list(latest)
@@ -110,6 +110,20 @@ def find_manifests(data_root: str | Path) -> list[ManifestFile]:
             "*/video_tasks/datasets/*.json)",
             file=str(root),
         )
+    return found
+
+
+def _manifest_folders(root: Path) -> dict[tuple[str, str], list[Path]]:
+    """Every `**/image_tasks/manifests` and `**/video_tasks/datasets` folder under `root`,
+    found in one walk of the tree (the DAG is built from them on every Snakemake call, and
+    a benchmark holds thousands of media files)."""
+    layouts = (IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR)
+    found: dict[tuple[str, str], list[Path]] = {layout: [] for layout in layouts}
+    for folder, subfolders, _ in os.walk(root, followlinks=True):
+        here = Path(folder)
+        for layout in layouts:
+            if here.name == layout[0] and layout[1] in subfolders:
+                found[layout].append(here / layout[1])
     return found
 
 
