@@ -2,7 +2,14 @@
 # Rules are split by phase under rules/; the library src/dualcog/ does the work.
 
 
-configfile: "config/config.yaml"
+# The demo's settings apply only when no --configfile is given: a user's config file is used on
+# its own and never inherits the demo's data or models (docs/configuration.md).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
@@ -11,12 +18,25 @@ include: "rules/render.smk"
 include: "rules/cluster.smk"
 include: "rules/inference.smk"
 include: "rules/shards.smk"
+include: "rules/serve.smk"
 include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
+include: "rules/stats.smk"
+include: "rules/plots.smk"
+include: "rules/stamp.smk"
+include: "rules/explorer.smk"
 
 
 rule all:
     default_target: True
     input:
         all_outputs(),
+
+
+onsuccess:
+    print_inference_summary()
+
+
+onerror:
+    print_inference_summary()

@@ -7,6 +7,8 @@ rule infer:
         "results/responses/{model}/{task}.parquet",
     log:
         "results/logs/infer/{model}/{task}.log",
+    wildcard_constraints:
+        model=names_regex(UNSERVED_RUNS),
     conda:
         "../envs/dualcog.yaml"
     resources:
@@ -18,3 +20,11 @@ rule infer:
         cache_dir=config["cache_dir"],
     script:
         "../scripts/infer.py"
+
+
+def print_inference_summary():
+    """Called from the Snakefile's onsuccess/onerror: models with failed requests and what to type."""
+    from dualcog.inference.outcome import run_summary
+
+    for line in run_summary(config):
+        print(line, file=sys.stderr)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-Reply = tuple[int, dict, dict]  # status, JSON body, headers
+# status, body (a dict sent as JSON, or raw bytes sent as they are), headers
+Reply = tuple[int, dict | bytes, dict]
 
 
 def completion(text: str | None, **message: object) -> dict:
@@ -33,14 +36,28 @@ def echo_reply(body: dict, count: int) -> Reply:
     return 200, completion(f'{{"echo":"{user_text}"}}'), {}
 
 
+def request_marker(body: dict) -> str:
+    """Identifies a request by its messages (two prompts may share a text, not media)."""
+    return hashlib.sha1(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
+
+
 class LoopbackServer:
-    """POST /v1/chat/completions on 127.0.0.1; `responder(body, n_for_this_prompt)` decides."""
+    """POST /v1/chat/completions on 127.0.0.1; `responder(body, n_for_this_prompt)` decides.
+
+    Records every body, its headers and arrival time, and which requests (`request_marker`)
+    got a complete answer
+    (a 200 with a choice, fully written): `resent_after_answer` lists prompts sent again after
+    that, which a client with a working cache must never do.
+    """
 
     def __init__(self, responder: Callable[[dict, int], Reply] = echo_reply) -> None:
         self.responder = responder
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
+        self.arrivals: list[float] = []
         self.per_prompt: dict[str, int] = {}
+        self.answered: set[str] = set()
+        self.resent_after_answer: list[str] = []
         self.lock = threading.Lock()
         server = self
 
@@ -49,29 +66,38 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 with server.lock:
+                    server.arrivals.append(time.monotonic())
                     server.bodies.append(body)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    prompt = body["messages"][-1]["content"]
-                    marker = prompt[0]["text"] if isinstance(prompt, list) else str(prompt)
+                    marker = request_marker(body)
                     server.per_prompt[marker] = server.per_prompt.get(marker, 0) + 1
                     count = server.per_prompt[marker]
+                    if marker in server.answered:
+                        server.resent_after_answer.append(marker)
                 if self.path != "/v1/chat/completions":
                     status, payload, headers = 404, {"error": {"message": "no route"}}, {}
                 else:
                     status, payload, headers = server.responder(body, count)
                 if headers.get("X-Delay"):
                     threading.Event().wait(float(headers["X-Delay"]))
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in headers.items():
-                        self.send_header(name, value)
+                        if name != "X-Delay":
+                            self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and left
+                    return  # the client timed out and left
+                choices = payload.get("choices") if isinstance(payload, dict) else None
+                answered = status == 200 and bool(choices) and "message" in choices[0]
+                if answered and not headers.get("X-Delay"):
+                    with server.lock:
+                        server.answered.add(marker)
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -294,8 +294,10 @@ def test_simulated_rejects_unknown_quirk(frames, tmp_path):
 def test_progress_reports_done_over_total(frames, tmp_path):
     lines: list[str] = []
     _run({"name": "oracle", "backend": "oracle"}, frames, tmp_path, lines.append)
-    assert lines and lines[-1].startswith("oracle/oracle: 12/12 done, ok=12, errors=0")
-    assert len(lines) <= 13
+    label = "oracle/" + "+".join(dict.fromkeys(frames[1]["task"]))
+    assert lines and lines[-1].startswith(f"{label}: 12/12 done, ok=12, errors=0, cached=0")
+    assert "ETA 0s" in lines[-1] and len(lines) <= 13
+    assert all(line.count("oracle/") == 1 for line in lines)  # the label once, not doubled
 
 
 def test_unknown_backend_and_missing_sample(frames, tmp_path):

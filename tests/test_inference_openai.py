@@ -21,7 +21,7 @@ from dualcog.inference import (
     request_settings,
     run_model,
 )
-from dualcog.inference.ratelimit import RateLimiter, TokenBucket
+from dualcog.inference.budget import JITTER_GUARD_S, RateBudget
 
 SECRET = "sk-test-Zq8Xv2Lp9Rt4Wm7Nc3Bd"
 IMAGE_BYTES = b"\xff\xd8\xff\xe0fake-jpeg"
@@ -263,7 +263,12 @@ def test_empty_content_stays_empty_and_bad_responses_are_errors(media_store, tmp
         out = run(make_model(server), make_prompts(3), media_store, tmp_path / "c")
     assert list(out.status) == ["ok", "ok", "error"]
     assert list(out.raw_text.iloc[:2]) == ["", ""]
-    assert out.error_type.iloc[2] == "bad_response" and server.requests == 3
+    # The reasoning field is kept apart, never taken as the answer.
+    assert out.reasoning_text.iloc[0] == '{"answer_option_id":"A"}'
+    assert pd.isna(out.reasoning_text.iloc[1])
+    # No choices: a bad_response, retried like a 5xx (1 + max_retries=2 attempts).
+    assert out.error_type.iloc[2] == "bad_response" and out.attempts.iloc[2] == 3
+    assert server.requests == 2 + 3
 
 
 def test_cache_replays_ok_rows_and_retries_errors(server, media_store, tmp_path):
@@ -327,35 +332,42 @@ def test_resume_after_a_crash_sends_only_the_rest(server, media_store, tmp_path,
     assert server.requests == 13
 
 
-def test_token_bucket_spaces_requests_at_the_limit():
+def test_rate_budget_spaces_requests_at_the_limit():
     now = [0.0]
-    sleeps: list[float] = []
-    bucket = TokenBucket(10.0, 1.0, clock=lambda: now[0], sleep=sleeps.append)
-    waits = [bucket.reserve() for _ in range(4)]  # four threads arriving at once
+    # 10 requests/s once the jitter guard is added to the window.
+    budget = RateBudget({"rpm_limit": 10 * (60 + JITTER_GUARD_S)}, clock=lambda: now[0])
+    waits = [budget.reserve() for _ in range(4)]  # four requests arriving at once
     assert waits == pytest.approx([0.0, 0.1, 0.2, 0.3])
     now[0] = 10.0  # long idle: the bucket refills only up to its capacity (no burst)
-    assert [bucket.reserve() for _ in range(2)] == pytest.approx([0.0, 0.1])
+    assert [budget.reserve() for _ in range(2)] == pytest.approx([0.0, 0.1])
 
 
-def test_rate_limiter_rpm_tpm_and_reserve():
+def test_rate_budget_rpm_tpm_and_reserve():
     now = [0.0]
-    sleeps: list[float] = []
-    limiter = RateLimiter(
+    budget = RateBudget(
         {
-            "rpm_limit": 120,
+            "rpm_limit": 2 * (60 + JITTER_GUARD_S),
             "rate_limit_reserve_ratio": 0.5,  # 60 rpm usable: one request a second
-            "tpm_limit": 6000,  # 3000 usable tokens/min = 50 tokens/s
+            "tpm_limit": 100 * (60 + JITTER_GUARD_S),  # 50 usable tokens/s
             "estimated_tokens_per_request": 100,
         },
         clock=lambda: now[0],
-        sleep=sleeps.append,
     )
-    limiter.acquire()
-    limiter.acquire()
-    # Second request: 1 s for the request bucket, then 100 tokens at 50/s = 2 s.
-    assert sleeps == pytest.approx([1.0, 2.0])
-    limiter.record_usage(400)  # 300 tokens more than estimated: 6 s more of debt
-    assert limiter.tokens is not None
-    assert limiter.tokens.reserve(100) == pytest.approx(2.0 + 6.0 + 2.0)
+    assert budget.reserve() == 0.0
+    # Second request: 1 s for the request bucket, 100 tokens at 50/s = 2 s for the tokens.
+    assert budget.reserve() == pytest.approx(2.0)
+    budget.record_usage(400)  # 300 tokens more than estimated: 6 s more of debt
+    assert budget.reserve() == pytest.approx(2.0 + 6.0 + 2.0)
     with pytest.raises(ValueError, match="estimated_tokens_per_request"):
-        RateLimiter({"tpm_limit": 1000})
+        RateBudget({"tpm_limit": 1000})
+
+
+def test_rate_budget_is_shared_through_its_state_file(tmp_path):
+    now = [0.0]
+    model = {"rpm_limit": 10 * (60 + JITTER_GUARD_S), "rate_limit_window_s": 60}
+    first = RateBudget(model, tmp_path / "rate.bin", clock=lambda: now[0])
+    second = RateBudget(model, tmp_path / "rate.bin", clock=lambda: now[0])
+    assert [first.reserve(), second.reserve(), first.reserve()] == pytest.approx([0, 0.1, 0.2])
+    short = RateBudget({"rpm_limit": 10, "rate_limit_window_s": 2}, clock=lambda: 0.0)
+    spacing = (2 + JITTER_GUARD_S) / 10  # 10 per 2 s window, guard included
+    assert [short.reserve(), short.reserve()] == pytest.approx([0.0, spacing])

@@ -64,6 +64,10 @@ SAMPLES = pa.schema(
         ("context_slot", pa.int32()),
         ("gold_option_id", pa.string()),
         ("gold_bbox", BOX),
+        # Legacy scoring (docs/protocol.md): the gold id set (`answer_option_ids` stripped,
+        # empties dropped, else [gold_option_id]) and `answer_bbox_xyxy_norm` as released.
+        ("gold_option_ids", pa.list_(pa.string())),
+        ("answer_bbox", BOX),
         ("candidates", pa.list_(CANDIDATE)),  # future_observation only
         # video tasks
         ("mission_id", pa.string()),
@@ -101,6 +105,7 @@ RESPONSES = pa.schema(
         ("backend", pa.string()),
         ("request_key", pa.string()),
         ("raw_text", pa.string()),  # null unless status == ok
+        ("reasoning_text", pa.string()),  # provider's separate reasoning field; never parsed
         ("status", pa.string()),  # ok | error | missing
         ("error_type", pa.string()),
         ("error_message", pa.string()),
@@ -108,6 +113,7 @@ RESPONSES = pa.schema(
         ("latency_ms", pa.float64()),
         ("prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
+        ("reasoning_tokens", pa.int64()),  # usage.completion_tokens_details.reasoning_tokens
         ("finish_reason", pa.string()),
     ]
 )
@@ -169,10 +175,20 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
-def write_table(frame: pd.DataFrame | pa.Table, schema: pa.Schema, path: str | Path) -> None:
-    """Write a typed Parquet artifact atomically (temp file then rename)."""
+def write_table(
+    frame: pd.DataFrame | pa.Table,
+    schema: pa.Schema,
+    path: str | Path,
+    metadata: dict[bytes, bytes] | None = None,
+) -> None:
+    """Write a typed Parquet artifact atomically (temp file then rename).
+
+    `metadata` is added to the file's schema metadata (e.g. the result stamp).
+    """
     table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
     table = table.select(schema.names).cast(schema)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

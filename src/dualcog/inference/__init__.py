@@ -8,7 +8,7 @@ from dualcog.config import NON_ANSWER_KEYS
 from dualcog.inference.cache import cache_key, cache_path, model_fingerprint
 from dualcog.inference.common import split_mode
 from dualcog.inference.media import media_data_uri, media_path
-from dualcog.inference.openai_backend import FAMILY_MODE_BODIES, build_messages, request_settings
+from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
 from dualcog.inference.runner import BACKENDS, run_model
 
 __all__ = [

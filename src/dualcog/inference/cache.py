@@ -1,13 +1,30 @@
 """Crash-safe response cache: one append-only JSONL file per (model run, task).
 
-Each completed request is one line, written with a single write and flushed, keyed by
-`cache_key = sha256(request_key + model-settings fingerprint)`. On start the file is replayed
-so that a rerun after a crash or Ctrl-C only sends what is missing. Only ok lines are reused;
-errors are retried. A torn last line (crash mid-write) is dropped with a warning.
+Each completed request is one line keyed by `cache_key = sha256(request_key + model-settings
+fingerprint)`. On start the file is replayed so that a rerun after a crash, Ctrl-C or failed
+job sends only what is missing. Only ok lines are reused; errors are sent again.
+
+Contract (several processes may use one file at once, e.g. shards of one (model, task)):
+- Every append is one `write` of whole lines made while holding an exclusive `flock` on the
+  file, so lines of concurrent writers never interleave.
+- Loading takes the same lock. A torn last line (a writer killed mid-write, or a full disk)
+  is cut off there, with a warning; since writers hold the lock, it cannot be a line another
+  process is still writing.
+- A line that cannot be read (invalid UTF-8, not JSON) is skipped with a warning naming the
+  file and line number; it is never fatal.
+- Lines are ASCII (`ensure_ascii`), so any string a server returns, lone surrogates included,
+  is stored losslessly and writing can never fail on encoding.
+- Writers share nothing else: prompts may be split among processes in any way, and a process
+  reads every line written before it started, so changing the split re-sends nothing.
+
+`CacheWriter` appends each row the moment it is decoded (one `write`, so a `kill -9` loses no
+completed request) and leaves the `fsync`, the part that waits on the disk, to a background
+thread, so the event loop never blocks on it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -19,11 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from dualcog.config import answer_settings
+from dualcog.inference.locks import flock
 
 LOG = logging.getLogger(__name__)
 
 CACHED_FIELDS = (
     "raw_text",
+    "reasoning_text",
     "status",
     "error_type",
     "error_message",
@@ -31,6 +50,7 @@ CACHED_FIELDS = (
     "latency_ms",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",
     "finish_reason",
 )
 
@@ -44,44 +64,85 @@ def cache_key(request_key: str, fingerprint: str) -> str:
     return hashlib.sha256(f"{request_key}\n{fingerprint}".encode()).hexdigest()
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._\-]+", "_", name)
 
 
+def model_cache_dir(cache_dir: Path | str, model_name: str) -> Path:
+    return Path(cache_dir) / safe_name(model_name)
+
+
 def cache_path(cache_dir: Path | str, model_name: str, task: str) -> Path:
-    return Path(cache_dir) / _safe_name(model_name) / f"{_safe_name(task)}.jsonl"
+    return model_cache_dir(cache_dir, model_name) / f"{safe_name(task)}.jsonl"
+
+
+def cache_line(key: str, sample_id: str, row: Mapping[str, Any]) -> bytes:
+    entry = {"cache_key": key, "sample_id": sample_id}
+    entry.update({field: row.get(field) for field in CACHED_FIELDS})
+    return (json.dumps(entry, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+
+
+class _Locked:
+    """An exclusive `flock` on an open file, released on exit."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+
+    def __enter__(self) -> None:
+        flock(self.fd, fcntl.LOCK_EX, self.path)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
 class ResponseCache:
-    """The cache file of one (model run, task); safe to `append` from several threads."""
+    """The cache file of one (model run, task): ok entries read at start, appends under lock."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.lock = threading.Lock()
+        self.path = Path(path)
         self.ok: dict[str, dict[str, Any]] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.write_lock = threading.Lock()
         self._load()
 
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _load(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        complete_end = data.rfind(b"\n") + 1
-        if complete_end < len(data):
-            # A crash mid-write left a partial line; drop it so the next append starts clean.
-            LOG.warning(
-                "response cache %s: ignoring a torn last line (%d bytes)",
-                self.path,
-                len(data) - complete_end,
-            )
-            with self.path.open("r+b") as handle:
-                handle.truncate(complete_end)
-        for number, line in enumerate(data[:complete_end].splitlines(), start=1):
+        with _Locked(self.fd, self.path):
+            size = os.fstat(self.fd).st_size
+            data = os.pread(self.fd, size, 0) if size else b""
+            complete_end = data.rfind(b"\n") + 1
+            if complete_end < len(data):
+                LOG.warning(
+                    "response cache %s: ignoring a torn last line %d (%d bytes)",
+                    self.path,
+                    data.count(b"\n") + 1,
+                    len(data) - complete_end,
+                )
+                os.ftruncate(self.fd, complete_end)
+        for number, line in enumerate(data[:complete_end].split(b"\n"), start=1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
-            except json.JSONDecodeError:
-                LOG.warning("response cache %s:%d: unreadable line ignored", self.path, number)
+            except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+                LOG.warning(
+                    "response cache %s:%d: unreadable line skipped (%s)",
+                    self.path,
+                    number,
+                    type(error).__name__,
+                )
                 continue
             if isinstance(entry, dict) and entry.get("status") == "ok" and "cache_key" in entry:
                 self.ok[entry["cache_key"]] = entry
@@ -89,15 +150,74 @@ class ResponseCache:
     def get(self, key: str) -> dict[str, Any] | None:
         return self.ok.get(key)
 
+    def write_lines(self, lines: list[bytes], sync: bool = True) -> None:
+        """Append whole lines in one write under the file lock (thread- and process-safe)."""
+        if not lines:
+            return
+        data = b"".join(lines)
+        with self.write_lock, _Locked(self.fd, self.path):
+            written = 0
+            while written < len(data):  # one write in practice; loop for a short write
+                written += os.write(self.fd, data[written:])
+        if sync:
+            os.fsync(self.fd)
+
     def append(self, key: str, sample_id: str, row: Mapping[str, Any]) -> None:
-        entry = {"cache_key": key, "sample_id": sample_id}
-        entry.update({field: row.get(field) for field in CACHED_FIELDS})
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        with self.lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-            if row.get("status") == "ok":
-                self.ok[key] = entry
+        self.write_lines([cache_line(key, sample_id, row)])
+        if row.get("status") == "ok":
+            self.ok[key] = dict(row)
+
+
+class CacheWriter:
+    """Appends rows to a `ResponseCache` as they complete; `fsync` runs in a background thread.
+
+    The append itself (one `write` to the page cache, microseconds) happens at once, so a row
+    is in the file as soon as its reply is decoded and a `kill -9` can lose no completed row;
+    only the `fsync` (milliseconds, against power loss) is left to the thread, batched.
+    """
+
+    def __init__(self, cache: ResponseCache) -> None:
+        self.cache = cache
+        self.dirty = threading.Event()
+        self.stopping = False
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._sync_loop, name="cache-fsync", daemon=True)
+        self.thread.start()
+
+    def put(self, key: str, sample_id: str, row: Mapping[str, Any]) -> None:
+        try:
+            line = cache_line(key, sample_id, row)
+        except (TypeError, ValueError) as error:  # a row that cannot be encoded: keep going
+            LOG.error("response cache %s: row of %s not stored: %s", self.cache.path, sample_id,
+                      error)  # fmt: skip
+            return
+        try:
+            self.cache.write_lines([line], sync=False)
+        except OSError as error:
+            self.failure = error
+            LOG.error("response cache %s: write failed: %s", self.cache.path, error)
+            return
+        self.dirty.set()
+
+    def _sync_loop(self) -> None:
+        while True:
+            self.dirty.wait()
+            self.dirty.clear()
+            try:
+                os.fsync(self.cache.fd)
+            except OSError as error:
+                self.failure = error
+            if self.stopping:
+                return
+
+    def close(self) -> None:
+        """Sync everything written so far, then stop the thread."""
+        self.stopping = True
+        self.dirty.set()
+        self.thread.join()
+        try:
+            os.fsync(self.cache.fd)  # rows written while the thread's last fsync ran
+        except OSError as error:
+            self.failure = error
+        if self.failure is not None:
+            raise OSError(f"response cache {self.cache.path}: {self.failure}")

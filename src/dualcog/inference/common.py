@@ -106,6 +106,7 @@ def response_row(
     backend: str,
     *,
     raw_text: str | None = None,
+    reasoning_text: str | None = None,
     status: str = "ok",
     error_type: str | None = None,
     error_message: str | None = None,
@@ -113,6 +114,7 @@ def response_row(
     latency_ms: float | None = None,
     prompt_tokens: int | None = None,
     completion_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
     finish_reason: str | None = None,
 ) -> dict[str, Any]:
     """One RESPONSES row; a failure never carries answer text."""
@@ -120,6 +122,7 @@ def response_row(
         raise ValueError(f"unknown response status {status!r}")
     if status != "ok":
         raw_text = None
+        reasoning_text = None
     elif raw_text is None:
         raise ValueError("an ok response needs raw_text (an empty string is allowed)")
     return {
@@ -129,6 +132,7 @@ def response_row(
         "backend": backend,
         "request_key": prompt["request_key"],
         "raw_text": raw_text,
+        "reasoning_text": reasoning_text,
         "status": status,
         "error_type": error_type,
         "error_message": error_message,
@@ -136,6 +140,7 @@ def response_row(
         "latency_ms": latency_ms,
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
+        "reasoning_tokens": reasoning_tokens,
         "finish_reason": finish_reason,
     }
 
@@ -143,7 +148,7 @@ def response_row(
 def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Rows -> frame in RESPONSES column order, checked against the schema."""
     frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
-    for column in ("attempts", "prompt_tokens", "completion_tokens"):
+    for column in ("attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens"):
         frame[column] = frame[column].astype("Int64")
     frame["attempts"] = frame["attempts"].astype("Int32")
     frame["latency_ms"] = frame["latency_ms"].astype("float64")
@@ -158,7 +163,11 @@ def sample_seed(seed: int, sample_id: str, stream: str) -> int:
 
 
 class ProgressReporter:
-    """Calls `progress` every ~5 % of the work or every 10 s, and once at the end."""
+    """Reports done/total, ok/error/cached counts, rate and ETA every few seconds and at the end.
+
+    `label` (e.g. `model/task`) starts each line once; callers pass a plain sink such as
+    `logging.info`, not one that adds its own prefix.
+    """
 
     def __init__(
         self,
@@ -166,7 +175,7 @@ class ProgressReporter:
         total: int,
         progress: ProgressFn | None,
         every_fraction: float = 0.05,
-        every_s: float = 10.0,
+        every_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
@@ -181,6 +190,10 @@ class ProgressReporter:
         self.done = self.ok = self.errors = self.cached = 0
         self.last_reported_done = -1
 
+    def restart(self) -> None:
+        """Start the clock of the rate and ETA now (after start-up work)."""
+        self.started = self.last_report = self.clock()
+
     def message(self, text: str) -> None:
         if self.progress is not None:
             self.progress(f"{self.label}: {text}")
@@ -190,11 +203,23 @@ class ProgressReporter:
         self.ok += status == "ok"
         self.errors += status == "error"
         self.cached += cached
+        if self.progress is None:
+            return
         now = self.clock()
         if self.done >= self.next_count or now - self.last_report >= self.every_s:
             self.report(now)
             while self.next_count <= self.done:
                 self.next_count += self.step
+
+    def tick(self) -> None:
+        """Report if `every_s` passed without a report (called by a timer while waiting)."""
+        now = self.clock()
+        if now - self.last_report >= self.every_s:
+            self.report(now)
+
+    def finish(self) -> None:
+        if self.done != self.last_reported_done:
+            self.report()
 
     def report(self, now: float | None = None) -> None:
         now = self.clock() if now is None else now
@@ -202,7 +227,40 @@ class ProgressReporter:
         self.last_reported_done = self.done
         elapsed = max(now - self.started, 1e-9)
         sent = self.done - self.cached
+        rate = sent / elapsed
+        remaining = self.total - self.done
+        if remaining == 0:
+            eta = "0s"
+        elif rate > 0:
+            eta = format_duration(remaining / rate)
+        else:
+            eta = "?"
         self.message(
             f"{self.done}/{self.total} done, ok={self.ok}, errors={self.errors}, "
-            f"cached={self.cached}, {sent / elapsed:.2f} req/s"
+            f"cached={self.cached}, {rate:.2f} req/s, ETA {eta}, elapsed {format_duration(elapsed)}"
         )
+
+
+def format_duration(seconds: float) -> str:
+    """`42s`, `3m05s`, `2h07m`."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_lone_surrogates(text: str | None) -> str | None:
+    """Write each lone surrogate as its JSON escape (`\\ud800`), so the text is valid UTF-8.
+
+    A server may return any JSON string, including a half of a surrogate pair, which cannot be
+    written to Parquet or UTF-8 files. The escape is the text the server sent, so nothing is
+    lost and a JSON answer that held it still parses.
+    """
+    if text is None or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -55,9 +56,15 @@ class _SizeBoundedMemo:
 _MEMO = _SizeBoundedMemo(MEMO_BUDGET_BYTES)
 
 
+@functools.lru_cache(maxsize=64)
+def _resolved(store: str) -> str:
+    # Resolving walks the path with a syscall per part: once per store, not per request.
+    return str(Path(store).resolve())
+
+
 def media_data_uri(store: Path | str, key: str, kind: str) -> str:
     """`data:image/jpeg;base64,...` or `data:video/mp4;base64,...` for one stored medium."""
-    memo_key = (str(Path(store).resolve()), key, kind)
+    memo_key = (_resolved(str(store)), key, kind)
     cached = _MEMO.get(memo_key)
     if cached is not None:
         return cached
@@ -72,3 +79,4 @@ def media_data_uri(store: Path | str, key: str, kind: str) -> str:
 
 def clear_media_memo() -> None:
     _MEMO.clear()
+    _resolved.cache_clear()

@@ -1,348 +1,178 @@
 """`openai` backend: OpenAI-compatible Chat Completions (cloud APIs, local vLLM servers).
 
-Requests follow UPSTREAM_FORMAT §4: one system message, one user message holding the text and
-then the media blocks; the run name's mode suffix becomes the provider's switch (§5 table).
-Retries, rate limits and concurrency are ours (the client's own retries are turned off), so
-every attempt is counted and rate-limited.
+An asyncio engine per (model run, task): `concurrency` workers take prompts from one shared
+iterator (linear bookkeeping, bounded memory), each holding a budget slot while its request is
+in flight; rows land in a list by index and in the response cache through a background writer,
+so the event loop never waits on the disk. Retries, rate limits and concurrency are ours (the
+SDK's own retries are off), so every attempt is counted, spaced and budgeted per model
+(`dualcog.inference.budget`). Request bodies come from `dualcog.inference.request`; the wire
+and the decoding of replies from `dualcog.inference.client`, the only module importing
+`openai` (imported when a job first sends).
 """
 
 from __future__ import annotations
 
-import copy
+import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-import openai
-
+from dualcog.inference.budget import ConcurrencySlots, RateBudget, budget_folder
 from dualcog.inference.cache import (
     CACHED_FIELDS,
+    CacheWriter,
     ResponseCache,
     cache_key,
     cache_path,
+    model_cache_dir,
     model_fingerprint,
 )
 from dualcog.inference.common import (
     ProgressReporter,
-    as_list,
-    is_missing,
-    resolve_env_value,
+    escape_lone_surrogates,
     response_row,
     scrub,
-    split_mode,
 )
-from dualcog.inference.media import media_data_uri
-from dualcog.inference.ratelimit import RateLimiter
-
-DEFAULT_TEMPERATURE = 0.0
-DEFAULT_MAX_TOKENS = 2048
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_CONCURRENCY = 4
-DEFAULT_MAX_RETRIES = 3
-DEFAULT_BACKOFF_S = 1.0
-DEFAULT_BACKOFF_MAX_S = 60.0
-INTERNVL_INSTANT_PREFILL = "<think>\n</think>\n"
-
-# UPSTREAM_FORMAT §5: the request body fields that switch thinking on or off, per family and
-# mode. An empty dict is the server default. `-Reasoning` (a reasoning-only model) is sent as
-# Thinking except on OpenRouter, where it asks for the lowest effort.
-FAMILY_MODE_BODIES: dict[str, dict[str, dict[str, Any]]] = {
-    "qwen_vllm": {
-        "Instant": {"chat_template_kwargs": {"enable_thinking": False}},
-        "Thinking": {},
-        "Reasoning": {},
-    },
-    "dashscope": {
-        "Instant": {"enable_thinking": False},
-        "Thinking": {"enable_thinking": True},
-        "Reasoning": {"enable_thinking": True},
-    },
-    "internvl": {
-        "Instant": {"continue_final_message": True, "add_generation_prompt": False},
-        "Thinking": {},
-        "Reasoning": {},
-    },
-    "intern_s1": {"Instant": {"thinking_mode": False}, "Thinking": {}, "Reasoning": {}},
-    "glm": {"Instant": {"thinking": {"type": "disabled"}}, "Thinking": {}, "Reasoning": {}},
-    "openrouter": {
-        "Instant": {"reasoning": {"enabled": False}},
-        "Thinking": {"reasoning": {"enabled": True}},
-        "Reasoning": {"reasoning": {"effort": "low"}},
-    },
-    "none": {"Instant": {}, "Thinking": {}, "Reasoning": {}},
-}
-RETRYABLE_STATUS = frozenset({408, 409, 429})
+from dualcog.inference.request import encode_request_body, request_body, request_settings
 
 
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`override` wins; nested dicts are merged key by key."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """`asyncio.run`, also from code that already runs an event loop (e.g. a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    result: list[Any] = []
+    failure: list[BaseException] = []
 
-
-@dataclass(frozen=True)
-class RequestSettings:
-    """Everything about a request that comes from the model config."""
-
-    run_name: str
-    request_model: str
-    mode: str | None
-    extra_body: dict[str, Any]
-    assistant_prefill: str | None
-    system_prefix: str | None
-    temperature: float
-    max_tokens: int | None
-    timeout_s: float
-    max_retries: int
-    backoff_s: float
-    backoff_max_s: float
-    concurrency: int
-    api_base: str | None
-    api_key: str = field(repr=False)
-
-
-def request_settings(model: Mapping[str, Any]) -> RequestSettings:
-    """Resolve a model config (mode suffix, family switch, `${VAR}` values, defaults)."""
-    run_name = str(model["name"])
-    base_name, mode = split_mode(run_name)
-    family = model.get("family")
-    if family is not None and family not in FAMILY_MODE_BODIES:
-        raise ValueError(
-            f"model {run_name!r}: unknown family {family!r} (one of {sorted(FAMILY_MODE_BODIES)})"
-        )
-    mode_body: dict[str, Any] = {}
-    prefill = None
-    system_prefix = None
-    if mode is not None:
-        if family is None:
-            raise ValueError(
-                f"model {run_name!r} has mode suffix -{mode} but no `family` to say how to "
-                f"switch it (one of {sorted(FAMILY_MODE_BODIES)})"
-            )
-        mode_body = copy.deepcopy(FAMILY_MODE_BODIES[family][mode])
-        if family == "dashscope" and mode == "Thinking":
-            budget = model.get("thinking_budget", 4000)
-            if budget is not None:
-                mode_body["thinking_budget"] = int(budget)
-        if family == "openrouter" and mode == "Reasoning":
-            mode_body["reasoning"]["effort"] = str(model.get("reasoning_effort", "low"))
-        if family == "internvl" and mode == "Instant":
-            prefill = INTERNVL_INSTANT_PREFILL
-        if family == "internvl" and mode in ("Thinking", "Reasoning"):
-            system_prefix = model.get("thinking_system_prefix")
-            if not system_prefix:
-                raise ValueError(
-                    f"model {run_name!r}: InternVL thinking needs `thinking_system_prefix` "
-                    "(the think-protocol text put before the system prompt)"
-                )
-    user_body = model.get("extra_body") or {}
-    if not isinstance(user_body, Mapping):
-        raise ValueError(f"model {run_name!r}: extra_body must be a mapping")
-    max_tokens = model.get("max_tokens", DEFAULT_MAX_TOKENS)
-    api_key = resolve_env_value(model.get("api_key", model.get("key")), "api_key") or "EMPTY"
-    api_base = resolve_env_value(model.get("api_base", model.get("base_url")), "api_base")
-    return RequestSettings(
-        run_name=run_name,
-        request_model=str(model.get("request_model") or base_name),
-        mode=mode,
-        extra_body=deep_merge(mode_body, user_body),
-        assistant_prefill=prefill,
-        system_prefix=system_prefix,
-        temperature=float(model.get("temperature", DEFAULT_TEMPERATURE)),
-        max_tokens=None if max_tokens is None else int(max_tokens),
-        timeout_s=float(model.get("timeout", DEFAULT_TIMEOUT_S)),
-        max_retries=int(model.get("max_retries", DEFAULT_MAX_RETRIES)),
-        backoff_s=float(model.get("retry_backoff_s", DEFAULT_BACKOFF_S)),
-        backoff_max_s=float(model.get("retry_backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
-        concurrency=max(1, int(model.get("concurrency", DEFAULT_CONCURRENCY))),
-        api_base=api_base,
-        api_key=api_key,
-    )
-
-
-def build_messages(
-    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
-) -> list[dict[str, Any]]:
-    """System message, then a user message: text block followed by media blocks in order."""
-    keys = [str(k) for k in as_list(prompt.get("media_keys"))]
-    kinds = [str(k) for k in as_list(prompt.get("media_kinds"))]
-    if len(keys) != len(kinds):
-        raise ValueError(
-            f"sample {prompt['sample_id']}: media_keys and media_kinds differ in length"
-        )
-    user_text = prompt.get("user_text")
-    if is_missing(user_text):
-        raise ValueError(f"sample {prompt['sample_id']}: no user_text to send")
-    content: list[dict[str, Any]] = [{"type": "text", "text": str(user_text)}]
-    for key, kind in zip(keys, kinds, strict=True):
-        uri = media_data_uri(media_store, key, kind)
-        if kind == "video":
-            content.append({"type": "video_url", "video_url": {"url": uri}})
-        else:
-            content.append({"type": "image_url", "image_url": {"url": uri}})
-    messages: list[dict[str, Any]] = []
-    system_text = prompt.get("system_text")
-    # Parquet-read string columns hold NaN (not None) for a missing system prompt.
-    system_text = None if is_missing(system_text) else str(system_text)
-    if settings.system_prefix:
-        system_text = settings.system_prefix + (system_text or "")
-    if system_text is not None:
-        messages.append({"role": "system", "content": str(system_text)})
-    messages.append({"role": "user", "content": content})
-    if settings.assistant_prefill is not None:
-        messages.append({"role": "assistant", "content": settings.assistant_prefill})
-    return messages
-
-
-def classify_error(error: BaseException) -> tuple[str, bool, float | None]:
-    """(error_type, retryable, server's Retry-After seconds) of a failed request."""
-    if isinstance(error, openai.APITimeoutError):
-        return "timeout", True, None
-    if isinstance(error, openai.APIConnectionError):
-        return "connection", True, None
-    if isinstance(error, openai.APIStatusError):
-        status = int(error.status_code)
-        retry_after = None
+    def target() -> None:
         try:
-            header = error.response.headers.get("retry-after")
-            retry_after = float(header) if header is not None else None
-        except (AttributeError, ValueError):
-            retry_after = None
-        return f"http_{status}", status in RETRYABLE_STATUS or status >= 500, retry_after
-    return "bad_response", False, None
+            result.append(asyncio.run(coroutine))
+        except BaseException as error:  # re-raised in the caller's thread
+            failure.append(error)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 class OpenAIRunner:
     """Sends one task's prompts for one model run, using and filling the response cache."""
 
-    def __init__(
-        self,
-        model: Mapping[str, Any],
-        media_store: Path,
-        limiter: RateLimiter | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, model: Mapping[str, Any], media_store: Path) -> None:
         self.model = dict(model)
         self.settings = request_settings(model)
         self.media_store = Path(media_store)
-        self.limiter = limiter or RateLimiter(model)
-        self.sleep = sleep
         self.fingerprint = model_fingerprint(model)
-        self.client = openai.OpenAI(
-            api_key=self.settings.api_key,
-            base_url=self.settings.api_base,
-            timeout=self.settings.timeout_s,
-            max_retries=0,
-        )
         self.secrets = [self.settings.api_key]
         self.jitter = random.Random()  # backoff jitter only; never touches answers
-        self.jitter_lock = threading.Lock()
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = min(self.settings.backoff_max_s, self.settings.backoff_s * 2 ** (attempt - 1))
-        with self.jitter_lock:
-            delay *= 1.0 + 0.25 * self.jitter.random()
+        delay *= 1.0 + 0.25 * self.jitter.random()
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.settings.backoff_max_s))
         return delay
 
-    def _request_kwargs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.settings.request_model,
-            "messages": messages,
-            "temperature": self.settings.temperature,
-            "timeout": self.settings.timeout_s,
-        }
-        if self.settings.max_tokens is not None:
-            kwargs["max_tokens"] = self.settings.max_tokens
-        if self.settings.extra_body:
-            kwargs["extra_body"] = self.settings.extra_body
-        return kwargs
-
-    def send(self, prompt: Mapping[str, Any]) -> dict[str, Any]:
-        """One prompt -> one response row, after up to `max_retries` retries."""
-        kwargs = self._request_kwargs(build_messages(prompt, self.settings, self.media_store))
-        name = self.settings.run_name
-        attempt = 0
-        while True:
-            attempt += 1
-            self.limiter.acquire()
-            started = time.monotonic()
-            try:
-                completion = self.client.chat.completions.create(**kwargs)
-                latency_ms = (time.monotonic() - started) * 1000.0
-                return self._ok_row(prompt, completion, attempt, latency_ms)
-            except openai.OpenAIError as error:
-                error_type, retryable, retry_after = classify_error(error)
-                if retryable and attempt <= self.settings.max_retries:
-                    self.sleep(self._backoff(attempt, retry_after))
-                    continue
-                message = scrub(f"{type(error).__name__}: {error}", self.secrets)
-                return response_row(
-                    prompt,
-                    name,
-                    "openai",
-                    status="error",
-                    error_type=error_type,
-                    error_message=message,
-                    attempts=attempt,
-                )
-            except _BadResponse as error:
-                return response_row(
-                    prompt,
-                    name,
-                    "openai",
-                    status="error",
-                    error_type="bad_response",
-                    error_message=scrub(str(error), self.secrets),
-                    attempts=attempt,
-                )
-
-    def _ok_row(
-        self, prompt: Mapping[str, Any], completion: Any, attempt: int, latency_ms: float
+    def _error_row(
+        self, prompt: Mapping[str, Any], error_type: str, message: str, attempts: int
     ) -> dict[str, Any]:
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise _BadResponse("the completion has no choices")
-        message = getattr(choices[0], "message", None)
-        if message is None:
-            raise _BadResponse("the first choice has no message")
-        # An empty or null content stays empty: never fall back to a reasoning field.
-        content = message.content if isinstance(message.content, str) else ""
-        usage = getattr(completion, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
-        total = getattr(usage, "total_tokens", None)
-        self.limiter.record_usage(total if isinstance(total, int) else None)
         return response_row(
             prompt,
             self.settings.run_name,
             "openai",
-            raw_text=content,
-            attempts=attempt,
-            latency_ms=latency_ms,
-            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
-            completion_tokens=completion_tokens if isinstance(completion_tokens, int) else None,
-            finish_reason=getattr(choices[0], "finish_reason", None),
+            status="error",
+            error_type=error_type,
+            error_message=scrub(escape_lone_surrogates(message), self.secrets),
+            attempts=attempts,
         )
 
-    def _send_and_cache(
-        self, prompt: Mapping[str, Any], key: str, cache: ResponseCache
+    async def _send(
+        self, prompt: Mapping[str, Any], client: Any, rate: RateBudget, slots: ConcurrencySlots
     ) -> dict[str, Any]:
-        # Cached from the worker so that a completed request is kept even if the caller died.
-        row = self.send(prompt)
-        cache.append(key, str(prompt["sample_id"]), row)
-        return row
+        """One prompt -> one response row, after up to `max_retries` retries."""
+        from dualcog.inference.client import AttemptFailed
+
+        body = encode_request_body(request_body(prompt, self.settings, self.media_store))
+        attempt = 0
+        while True:
+            attempt += 1
+            slot = await slots.acquire()
+            try:
+                # Reserved once a slot is held, so a request waiting for a slot cannot
+                # later go out in a burst with others.
+                await rate.acquire()
+                started = time.perf_counter()
+                reply = await client.send(body)
+            except AttemptFailed as failure:
+                if failure.retryable and attempt <= self.settings.max_retries:
+                    delay = self._backoff(attempt, failure.retry_after)
+                else:
+                    return self._error_row(prompt, failure.error_type, str(failure), attempt)
+            else:
+                rate.record_usage(reply.total_tokens)
+                return response_row(
+                    prompt,
+                    self.settings.run_name,
+                    "openai",
+                    raw_text=reply.content,
+                    reasoning_text=reply.reasoning_text,
+                    attempts=attempt,
+                    latency_ms=(time.perf_counter() - started) * 1000.0,
+                    prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens,
+                    reasoning_tokens=reply.reasoning_tokens,
+                    finish_reason=reply.finish_reason,
+                )
+            finally:
+                slots.release(slot)
+            await asyncio.sleep(delay)
+
+    async def _send_all(
+        self,
+        jobs: list[tuple[int, Mapping[str, Any], str]],
+        rows: list[dict[str, Any] | None],
+        writer: CacheWriter,
+        reporter: ProgressReporter,
+        folder: Path,
+    ) -> None:
+        from dualcog.inference.client import ChatClient
+
+        settings = self.settings
+        workers = min(settings.concurrency, len(jobs))
+        await ChatClient.warm_up()
+        reporter.restart()  # the rate counts from the first request, not from the imports
+        client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, workers)
+        rate = RateBudget(self.model, folder / "rate.bin")
+        slots = ConcurrencySlots(settings.concurrency, folder)
+        queue = iter(jobs)
+
+        async def worker() -> None:
+            for index, prompt, key in queue:
+                row = await self._send(prompt, client, rate, slots)
+                rows[index] = row
+                writer.put(key, str(prompt["sample_id"]), row)
+                reporter.add(row["status"])
+
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(max(0.5, reporter.every_s / 2))
+                reporter.tick()
+
+        tick = asyncio.create_task(ticker())
+        try:
+            await asyncio.gather(*(worker() for _ in range(workers)))
+        finally:
+            tick.cancel()
+            await client.close()
+            rate.close()
+            slots.close()
 
     def run(
         self,
@@ -353,49 +183,45 @@ class OpenAIRunner:
     ) -> list[dict[str, Any]]:
         """Rows for `prompts` (all of one task) in their order; cached ok rows are not resent."""
         name = self.settings.run_name
-        cache = ResponseCache(cache_path(cache_dir, name, task))
         reporter = ProgressReporter(
             f"{name}/{task}",
             len(prompts),
             progress,
-            every_s=float(self.model.get("progress_every_s", 10.0)),
+            every_s=float(self.model.get("progress_every_s", 5.0)),
         )
         rows: list[dict[str, Any] | None] = [None] * len(prompts)
-        pending: list[tuple[int, str]] = []
-        for index, prompt in enumerate(prompts):
-            key = cache_key(str(prompt["request_key"]), self.fingerprint)
-            entry = cache.get(key)
-            if entry is None:
-                pending.append((index, key))
-                continue
-            cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
-            rows[index] = response_row(prompt, name, "openai", **cached)
-            reporter.add("ok", cached=True)
-        if reporter.cached:
-            reporter.message(f"{reporter.cached} responses from the cache, {len(pending)} to send")
-        executor = ThreadPoolExecutor(max_workers=self.settings.concurrency)
-        futures: dict[Future, int] = {}
-        interrupted = True
-        try:
-            for index, key in pending:
-                future = executor.submit(self._send_and_cache, prompts[index], key, cache)
-                futures[future] = index
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, timeout=1.0, return_when=FIRST_COMPLETED)
-                for future in done:
-                    row = future.result()
-                    rows[futures[future]] = row
-                    reporter.add(row["status"])
-            interrupted = False
-        finally:
-            # On Ctrl-C or an error, drop what has not started and do not wait for requests in
-            # flight; each one still lands in the cache if it completes.
-            executor.shutdown(wait=not interrupted, cancel_futures=True)
-        if reporter.done != reporter.last_reported_done:
-            reporter.report()
+        jobs: list[tuple[int, Mapping[str, Any], str]] = []
+        # Samples whose requests are identical (same request_key) share one request.
+        twins: dict[str, list[int]] = {}
+        with ResponseCache(cache_path(cache_dir, name, task)) as cache:
+            for index, prompt in enumerate(prompts):
+                key = cache_key(str(prompt["request_key"]), self.fingerprint)
+                entry = cache.get(key)
+                if entry is None:
+                    if key in twins:
+                        twins[key].append(index)
+                    else:
+                        twins[key] = []
+                        jobs.append((index, prompt, key))
+                    continue
+                cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
+                rows[index] = response_row(prompt, name, "openai", **cached)
+                reporter.add("ok", cached=True)
+            if reporter.cached:
+                reporter.message(f"{reporter.cached} responses from the cache, {len(jobs)} to send")
+            if jobs:
+                writer = CacheWriter(cache)
+                try:
+                    folder = budget_folder(model_cache_dir(cache_dir, name))
+                    _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
+                finally:
+                    # Whatever completed is written, also on Ctrl-C or an error.
+                    writer.close()
+                for index, _, key in jobs:
+                    answer = rows[index]
+                    for twin in twins[key]:
+                        fields = {f: answer.get(f) for f in CACHED_FIELDS}  # type: ignore[union-attr]
+                        rows[twin] = response_row(prompts[twin], name, "openai", **fields)
+                        reporter.add(fields["status"])
+        reporter.finish()
         return [row for row in rows if row is not None]
-
-
-class _BadResponse(Exception):
-    pass

@@ -10,7 +10,6 @@ import pandas as pd
 
 from dualcog.inference.common import ProgressFn, ProgressReporter, responses_frame
 from dualcog.inference.offline import offline_row
-from dualcog.inference.openai_backend import OpenAIRunner
 from dualcog.inference.replay import replay_rows
 
 OFFLINE_BACKENDS = ("oracle", "random", "simulated")
@@ -46,6 +45,9 @@ def run_model(
         return responses_frame(_offline(model, backend, prompt_rows, samples, progress))
     if backend == "replay":
         return responses_frame(replay_rows(model, prompt_rows, progress))
+    # Imported here so that offline and replay jobs never load the HTTP stack.
+    from dualcog.inference.openai_backend import OpenAIRunner
+
     runner = OpenAIRunner(model, Path(media_store))
     rows_by_index: dict[int, dict[str, Any]] = {}
     for task in dict.fromkeys(row["task"] for row in prompt_rows):
@@ -63,7 +65,8 @@ def _offline(
     progress: ProgressFn | None,
 ) -> list[dict[str, Any]]:
     by_id = {row["sample_id"]: row for row in _records(samples)}
-    reporter = ProgressReporter(f"{model['name']}/{backend}", len(prompt_rows), progress)
+    tasks = "+".join(dict.fromkeys(str(row["task"]) for row in prompt_rows)) or backend
+    reporter = ProgressReporter(f"{model['name']}/{tasks}", len(prompt_rows), progress)
     rows = []
     for prompt in prompt_rows:
         sample = by_id.get(prompt["sample_id"])
@@ -71,6 +74,5 @@ def _offline(
             raise KeyError(f"sample {prompt['sample_id']!r} is in the prompts but not the samples")
         rows.append(offline_row(model, backend, prompt, sample))
         reporter.add("ok")
-    if reporter.done != reporter.last_reported_done:
-        reporter.report()
+    reporter.finish()
     return rows

@@ -1,0 +1,175 @@
+"""Did an inference job get its answers? Transient failures fail the job; permanent ones do not.
+
+A request that still fails after its retries is an error row. What happens next depends on
+why it failed:
+
+- transient (`timeout`, `connection`, `bad_response`, `http_408`, `http_409`, `http_429`,
+  `http_5xx`): the server may answer next time. More than `max_error_rate` (default 0) of a
+  job's requests failing so fails the job *after* the response cache holds every answer that
+  came back, so the next plain `snakemake` run reruns the job and sends only the failed
+  requests;
+- permanent (any other `http_4xx`, e.g. 400/401/403/404/422, content refusals): sending
+  again gives the same answer, so they stay `status=error` rows and the job succeeds.
+
+Each openai job writes its outcome beside its cache (`<cache_dir>/<model>/<task>.outcome.json`)
+so that the run's final summary (`run_summary`, called from the Snakefile's `onsuccess` and
+`onerror`) can name every model with failures, the count of each error type and what to type.
+This module is light on purpose: the Snakefile's process imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dualcog.errors import DualCogError
+
+TRANSIENT_TYPES = frozenset({"timeout", "connection", "bad_response"})
+TRANSIENT_STATUS = frozenset({408, 409, 429})
+_HTTP = re.compile(r"^http_(\d{3})$")
+RERUN_HINT = (
+    "run the same snakemake command again: the answers received are cached and only the "
+    "failed requests are sent"
+)
+
+
+class InferenceFailed(DualCogError):
+    """Transient failures beyond `max_error_rate`: the job fails so that a rerun retries them."""
+
+
+def is_transient(error_type: str | None) -> bool:
+    if error_type in TRANSIENT_TYPES:
+        return True
+    match = _HTTP.match(error_type or "")
+    if match is None:
+        return False
+    status = int(match.group(1))
+    return status in TRANSIENT_STATUS or status >= 500
+
+
+@dataclass
+class JobOutcome:
+    model: str
+    task: str
+    requests: int
+    ok: int
+    errors: dict[str, int] = field(default_factory=dict)  # error_type -> count
+    max_error_rate: float = 0.0
+
+    @property
+    def transient(self) -> int:
+        return sum(n for kind, n in self.errors.items() if is_transient(kind))
+
+    @property
+    def permanent(self) -> int:
+        return sum(n for kind, n in self.errors.items() if not is_transient(kind))
+
+    @property
+    def allowed(self) -> int:
+        return math.floor(self.max_error_rate * self.requests + 1e-9)
+
+    @property
+    def failed(self) -> bool:
+        return self.transient > self.allowed
+
+    def counts_text(self) -> str:
+        return ", ".join(f"{kind}: {n}" for kind, n in sorted(self.errors.items()))
+
+    def lines(self) -> list[str]:
+        """What the job log and the run summary say about this job (empty when all ok)."""
+        if not self.errors:
+            return []
+        head = (
+            f"{self.model}/{self.task}: {self.ok}/{self.requests} ok; errors {self.counts_text()}"
+        )
+        out = [head]
+        if self.failed:
+            out.append(
+                f"  {self.transient} transient failures (more than max_error_rate="
+                f"{self.max_error_rate:g} allows: {self.allowed}): the job failed; {RERUN_HINT} "
+                f"({self.transient + self.permanent} here). To accept them instead, set "
+                f"`max_error_rate` for model {self.model!r} in your config."
+            )
+        elif self.transient:
+            out.append(
+                f"  {self.transient} transient failures accepted by max_error_rate="
+                f"{self.max_error_rate:g}; they are error rows. To retry them: "
+                f"snakemake --forcerun infer (cached answers are not sent again)."
+            )
+        if self.permanent:
+            out.append(
+                f"  {self.permanent} permanent failures (the server refused these requests; "
+                "see error_message in the responses): kept as error rows, the job succeeded. "
+                "Fix the request or the model config, then rerun."
+            )
+        return out
+
+
+def assess(
+    model: Mapping[str, Any],
+    task: str,
+    statuses: Iterable[str],
+    error_types: Iterable[str | None],
+) -> JobOutcome:
+    """The outcome of one job from its response rows' `status` and `error_type` columns."""
+    statuses = list(statuses)
+    counts: Counter[str] = Counter(
+        str(kind or "unknown")
+        for status, kind in zip(statuses, error_types, strict=True)
+        if status == "error"
+    )
+    return JobOutcome(
+        model=str(model["name"]),
+        task=task,
+        requests=len(statuses),
+        ok=sum(status == "ok" for status in statuses),
+        errors=dict(counts),
+        max_error_rate=float(model.get("max_error_rate") or 0.0),
+    )
+
+
+def outcome_path(cache_dir: Path | str, model: str, task: str) -> Path:
+    from dualcog.inference.cache import cache_path
+
+    return cache_path(cache_dir, model, task).with_suffix(".outcome.json")
+
+
+def write_outcome(cache_dir: Path | str, outcome: JobOutcome) -> None:
+    path = outcome_path(cache_dir, outcome.model, outcome.task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(outcome), indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_outcome(path: Path) -> JobOutcome | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobOutcome(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def run_summary(config: Mapping[str, Any]) -> list[str]:
+    """Lines naming every (model, task) of the config whose last job had failures."""
+    from dualcog.config import model_tasks
+
+    lines: list[str] = []
+    for model in config.get("models", []):
+        if model.get("backend") != "openai":
+            continue
+        for task in model_tasks(config, model):
+            path = outcome_path(config["cache_dir"], model["name"], task)
+            outcome = read_outcome(path) if path.is_file() else None
+            if outcome is not None:
+                lines.extend(outcome.lines())
+    if lines:
+        lines.insert(0, "inference summary (models with failed requests):")
+    return lines

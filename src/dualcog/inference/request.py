@@ -1,0 +1,251 @@
+"""Request bodies for OpenAI-compatible Chat Completions, built from a model config.
+
+Requests follow the upstream request format: one system message, one user message holding the
+text and then the media blocks; the run name's mode suffix (`-Instant`, `-Thinking`,
+`-Reasoning`) becomes the provider family's switch in the body. Nothing here talks to a
+server, so building and inspecting bodies needs no client library.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dualcog.inference.common import as_list, is_missing, resolve_env_value, split_mode
+from dualcog.inference.media import media_data_uri
+
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_CONCURRENCY = 4
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_BACKOFF_S = 1.0
+DEFAULT_BACKOFF_MAX_S = 60.0
+INTERNVL_INSTANT_PREFILL = "<think>\n</think>\n"
+
+# The request body fields that switch thinking on or off, per family and
+# mode. An empty dict is the server default. `-Reasoning` (a reasoning-only model) is sent as
+# Thinking except on OpenRouter, where it asks for the lowest effort.
+FAMILY_MODE_BODIES: dict[str, dict[str, dict[str, Any]]] = {
+    "qwen_vllm": {
+        "Instant": {"chat_template_kwargs": {"enable_thinking": False}},
+        "Thinking": {},
+        "Reasoning": {},
+    },
+    "dashscope": {
+        "Instant": {"enable_thinking": False},
+        "Thinking": {"enable_thinking": True},
+        "Reasoning": {"enable_thinking": True},
+    },
+    "internvl": {
+        "Instant": {"continue_final_message": True, "add_generation_prompt": False},
+        "Thinking": {},
+        "Reasoning": {},
+    },
+    "intern_s1": {"Instant": {"thinking_mode": False}, "Thinking": {}, "Reasoning": {}},
+    "glm": {"Instant": {"thinking": {"type": "disabled"}}, "Thinking": {}, "Reasoning": {}},
+    "openrouter": {
+        "Instant": {"reasoning": {"enabled": False}},
+        "Thinking": {"reasoning": {"enabled": True}},
+        "Reasoning": {"reasoning": {"effort": "low"}},
+    },
+    "none": {"Instant": {}, "Thinking": {}, "Reasoning": {}},
+}
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` wins; nested dicts are merged key by key."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """Everything about a request that comes from the model config."""
+
+    run_name: str
+    request_model: str
+    mode: str | None
+    extra_body: dict[str, Any]
+    assistant_prefill: str | None
+    system_prefix: str | None
+    temperature: float
+    max_tokens: int | None
+    timeout_s: float
+    max_retries: int
+    backoff_s: float
+    backoff_max_s: float
+    concurrency: int
+    api_base: str | None
+    api_key: str = field(repr=False)
+
+
+def request_settings(model: Mapping[str, Any]) -> RequestSettings:
+    """Resolve a model config (mode suffix, family switch, `${VAR}` values, defaults)."""
+    run_name = str(model["name"])
+    base_name, mode = split_mode(run_name)
+    family = model.get("family")
+    if family is not None and family not in FAMILY_MODE_BODIES:
+        raise ValueError(
+            f"model {run_name!r}: unknown family {family!r} (one of {sorted(FAMILY_MODE_BODIES)})"
+        )
+    mode_body: dict[str, Any] = {}
+    prefill = None
+    system_prefix = None
+    if mode is not None:
+        if family is None:
+            raise ValueError(
+                f"model {run_name!r} has mode suffix -{mode} but no `family` to say how to "
+                f"switch it (one of {sorted(FAMILY_MODE_BODIES)})"
+            )
+        mode_body = copy.deepcopy(FAMILY_MODE_BODIES[family][mode])
+        if family == "dashscope" and mode == "Thinking":
+            budget = model.get("thinking_budget", 4000)
+            if budget is not None:
+                mode_body["thinking_budget"] = int(budget)
+        if family == "openrouter" and mode == "Reasoning":
+            mode_body["reasoning"]["effort"] = str(model.get("reasoning_effort", "low"))
+        if family == "internvl" and mode == "Instant":
+            prefill = INTERNVL_INSTANT_PREFILL
+        if family == "internvl" and mode in ("Thinking", "Reasoning"):
+            system_prefix = model.get("thinking_system_prefix")
+            if not system_prefix:
+                raise ValueError(
+                    f"model {run_name!r}: InternVL thinking needs `thinking_system_prefix` "
+                    "(the think-protocol text put before the system prompt)"
+                )
+    user_body = model.get("extra_body") or {}
+    if not isinstance(user_body, Mapping):
+        raise ValueError(f"model {run_name!r}: extra_body must be a mapping")
+    max_tokens = model.get("max_tokens", DEFAULT_MAX_TOKENS)
+    api_key = resolve_env_value(model.get("api_key", model.get("key")), "api_key") or "EMPTY"
+    api_base = resolve_env_value(model.get("api_base", model.get("base_url")), "api_base")
+    return RequestSettings(
+        run_name=run_name,
+        request_model=str(model.get("request_model") or base_name),
+        mode=mode,
+        extra_body=deep_merge(mode_body, user_body),
+        assistant_prefill=prefill,
+        system_prefix=system_prefix,
+        temperature=float(model.get("temperature", DEFAULT_TEMPERATURE)),
+        max_tokens=None if max_tokens is None else int(max_tokens),
+        timeout_s=float(model.get("timeout", DEFAULT_TIMEOUT_S)),
+        max_retries=int(model.get("max_retries", DEFAULT_MAX_RETRIES)),
+        backoff_s=float(model.get("retry_backoff_s", DEFAULT_BACKOFF_S)),
+        backoff_max_s=float(model.get("retry_backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
+        concurrency=max(1, int(model.get("concurrency", DEFAULT_CONCURRENCY))),
+        api_base=api_base,
+        api_key=api_key,
+    )
+
+
+def build_messages(
+    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
+) -> list[dict[str, Any]]:
+    """System message, then a user message: text block followed by media blocks in order."""
+    keys = [str(k) for k in as_list(prompt.get("media_keys"))]
+    kinds = [str(k) for k in as_list(prompt.get("media_kinds"))]
+    if len(keys) != len(kinds):
+        raise ValueError(
+            f"sample {prompt['sample_id']}: media_keys and media_kinds differ in length"
+        )
+    user_text = prompt.get("user_text")
+    if is_missing(user_text):
+        raise ValueError(f"sample {prompt['sample_id']}: no user_text to send")
+    content: list[dict[str, Any]] = [{"type": "text", "text": str(user_text)}]
+    for key, kind in zip(keys, kinds, strict=True):
+        uri = media_data_uri(media_store, key, kind)
+        if kind == "video":
+            content.append({"type": "video_url", "video_url": {"url": uri}})
+        else:
+            content.append({"type": "image_url", "image_url": {"url": uri}})
+    messages: list[dict[str, Any]] = []
+    system_text = prompt.get("system_text")
+    # Parquet-read string columns hold NaN (not None) for a missing system prompt.
+    system_text = None if is_missing(system_text) else str(system_text)
+    if settings.system_prefix:
+        system_text = settings.system_prefix + (system_text or "")
+    if system_text is not None:
+        messages.append({"role": "system", "content": str(system_text)})
+    messages.append({"role": "user", "content": content})
+    if settings.assistant_prefill is not None:
+        messages.append({"role": "assistant", "content": settings.assistant_prefill})
+    return messages
+
+
+def request_body(
+    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
+) -> dict[str, Any]:
+    """The JSON body sent for one prompt: model, messages, sampling, then `extra_body` on top
+    (as the OpenAI SDK merges `extra_body`: its top-level keys win)."""
+    body: dict[str, Any] = {
+        "model": settings.request_model,
+        "messages": build_messages(prompt, settings, media_store),
+        "temperature": settings.temperature,
+    }
+    if settings.max_tokens is not None:
+        body["max_tokens"] = settings.max_tokens
+    body.update(settings.extra_body)
+    return body
+
+
+_MEDIA_MARK = f"\x00dualcog-media-{uuid.uuid4().hex}-"
+_JSON_UNSAFE = re.compile(r'["\\\x00-\x1f]')
+
+
+@functools.lru_cache(maxsize=32)
+def _needs_no_escaping(url: str) -> bool:
+    # Memoized: the media memo hands out the same string objects, whose hash is cached, so a
+    # repeated medium costs a lookup instead of a scan.
+    return url.isascii() and not _JSON_UNSAFE.search(url)
+
+
+def encode_request_body(body: Mapping[str, Any]) -> bytes:
+    """`json.dumps(body).encode()`, byte for byte, without re-escaping the media data URIs.
+
+    The base64 data URIs are most of a request (hundreds of KB) and need no JSON escaping, so
+    they are spliced into the encoded skeleton instead of being scanned by the encoder on every
+    request (the largest client CPU cost per request otherwise).
+    """
+    uris: list[str] = []
+
+    def mark(content: Any) -> Any:
+        if not isinstance(content, list):
+            return content
+        blocks = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            url = block.get(kind, {}).get("url") if kind in ("image_url", "video_url") else None
+            if isinstance(url, str) and len(url) > 256 and _needs_no_escaping(url):
+                blocks.append({**block, kind: {**block[kind], "url": f"{_MEDIA_MARK}{len(uris)}"}})
+                uris.append(url)
+            else:
+                blocks.append(block)
+        return blocks
+
+    messages = [
+        {**message, "content": mark(message.get("content"))} for message in body["messages"]
+    ]
+    text = json.dumps({**body, "messages": messages})
+    if not uris:
+        return text.encode()
+    escaped_mark = json.dumps(_MEDIA_MARK)[1:-1]
+    pieces = text.split(escaped_mark)
+    out = [pieces[0].encode()]
+    for piece in pieces[1:]:
+        number, _, rest = piece.partition('"')
+        out.append(uris[int(number)].encode("ascii"))
+        out.append(b'"' + rest.encode())
+    return b"".join(out)

@@ -1,0 +1,204 @@
+"""Fault injection against a real HTTP server on loopback: every fault ends in an answer or
+an error row of the right kind, never an exception; nothing answered is sent twice; keys
+never reach a row, the cache or a log."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from loopback_server import LoopbackServer, Reply, completion, echo_reply
+from test_inference_openai import SECRET, make_model, make_prompts, run
+
+from dualcog import schemas
+from dualcog.inference import cache_path
+from dualcog.inference.cache import ResponseCache
+from dualcog.inference.outcome import assess, is_transient
+
+pytestmark = pytest.mark.usefixtures("api_key_env")
+
+
+@pytest.fixture
+def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+@pytest.fixture
+def media_store(tmp_path: Path) -> Path:
+    from test_inference_openai import IMAGE_BYTES, VIDEO_BYTES
+
+    from dualcog.inference import media_path
+
+    store = tmp_path / "media"
+    for key, kind, data in (
+        ("aa" + "1" * 62, "image", IMAGE_BYTES),
+        ("bb" + "2" * 62, "video", VIDEO_BYTES),
+    ):
+        path = media_path(store, key, kind)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return store
+
+
+def first_fails(reply: Reply, times: int = 1):
+    """A responder failing each prompt's first `times` attempts with `reply`, then answering."""
+
+    def responder(body: dict, count: int) -> Reply:
+        return reply if count <= times else echo_reply(body, count)
+
+    return responder
+
+
+BAD_200_BODIES = {
+    "not_json": b"<html>502 Bad Gateway</html>",
+    "invalid_utf8": b'{"choices": [{"message": {"content": "\xff\xfe"}}]}',
+    "truncated": b'{"id": "x", "choices": [{"mess',
+    "json_list": b"[1, 2]",
+}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param((429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}), id="429"),
+        pytest.param((500, {"error": {"message": "boom"}}, {}), id="500"),
+        pytest.param((503, {"error": {"message": "overloaded"}}, {}), id="503"),
+        pytest.param((408, {"error": {"message": "timeout"}}, {}), id="408"),
+        pytest.param((200, {"id": "x", "choices": []}, {}), id="empty_choices"),
+        pytest.param((200, {"id": "x", "choices": [{"index": 0}]}, {}), id="no_message"),
+        *[pytest.param((200, body, {}), id=name) for name, body in BAD_200_BODIES.items()],
+    ],
+)
+def test_transient_faults_are_retried_to_an_answer(reply, media_store, tmp_path):
+    with LoopbackServer(first_fails(reply, times=2)) as server:
+        out = run(make_model(server, max_retries=2), make_prompts(3), media_store, tmp_path / "c")
+    assert list(out.status) == ["ok"] * 3 and list(out.attempts) == [3] * 3
+    assert list(out.raw_text) == [f'{{"echo":"prompt {i:03d}"}}' for i in range(3)]
+    assert server.requests == 9 and not server.resent_after_answer
+
+
+@pytest.mark.parametrize("name", sorted(BAD_200_BODIES))
+def test_bad_200_that_never_heals_is_a_transient_bad_response_row(name, media_store, tmp_path):
+    with LoopbackServer(lambda b, n: (200, BAD_200_BODIES[name], {})) as server:
+        out = run(make_model(server, max_retries=1), make_prompts(2), media_store, tmp_path / "c")
+    assert list(out.status) == ["error", "error"]
+    assert list(out.error_type) == ["bad_response"] * 2 and list(out.attempts) == [2, 2]
+    assert out.raw_text.isna().all() and server.requests == 4
+    outcome = assess({"name": "m"}, "behavior", out.status, out.error_type)
+    assert outcome.failed and outcome.transient == 2
+
+
+def test_retry_after_is_honoured(media_store, tmp_path):
+    with LoopbackServer(first_fails((429, {}, {"Retry-After": "0.4"}))) as server:
+        model = make_model(server, max_retries=1, retry_backoff_s=0.001, concurrency=1)
+        out = run(model, make_prompts(1), media_store, tmp_path / "c")
+    assert out.status.iloc[0] == "ok" and out.attempts.iloc[0] == 2
+    assert server.arrivals[1] - server.arrivals[0] >= 0.4
+
+
+def test_timeouts_then_answer(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        if count == 1:
+            return 200, completion("late"), {"X-Delay": "0.6"}
+        return echo_reply(body, count)
+
+    with LoopbackServer(responder) as server:
+        model = make_model(server, timeout=0.2, max_retries=1)
+        out = run(model, make_prompts(2), media_store, tmp_path / "c")
+    assert list(out.status) == ["ok", "ok"] and list(out.attempts) == [2, 2]
+
+
+def test_401_echoing_the_key_is_a_permanent_error_without_the_key(media_store, tmp_path, caplog):
+    def responder(body: dict, count: int) -> Reply:
+        return 401, {"error": {"message": f"Incorrect API key provided: {SECRET}"}}, {}
+
+    cache = tmp_path / "c"
+    with caplog.at_level(logging.DEBUG), LoopbackServer(responder) as server:
+        out = run(make_model(server, max_retries=3), make_prompts(2), media_store, cache)
+    assert server.requests == 2  # permanent: not retried
+    assert list(out.error_type) == ["http_401", "http_401"]
+    assert all("Incorrect API key" in m and SECRET not in m for m in out.error_message)
+    assert SECRET not in caplog.text
+    assert SECRET not in cache_path(cache, "Qwen3-VL-8B-Instant", "behavior").read_text()
+    outcome = assess({"name": "m"}, "behavior", out.status, out.error_type)
+    assert not outcome.failed and outcome.permanent == 2
+
+
+def test_lone_surrogates_are_stored_escaped_and_parse(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        text = body["messages"][-1]["content"][0]["text"]
+        if text == "prompt 000":
+            # The server's JSON holds a lone surrogate escape in the content itself.
+            return 200, b'{"choices":[{"message":{"content":"A\\ud800"}}]}', {}
+        return 200, completion('{"answer_option_id":"B\\udc00"}'), {}
+
+    cache = tmp_path / "c"
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server), make_prompts(2), media_store, cache)
+        schemas.write_table(out, schemas.RESPONSES, tmp_path / "r.parquet")  # valid UTF-8
+    assert list(out.status) == ["ok", "ok"]
+    assert out.raw_text.iloc[0] == "A\\ud800"  # the escape, as the server wrote it
+    assert json.loads(out.raw_text.iloc[1]) == {"answer_option_id": "B\udc00"}
+    # The cache is ASCII and a rerun reads the same rows back without sending.
+    path = cache_path(cache, "Qwen3-VL-8B-Instant", "behavior")
+    assert path.read_bytes().isascii() and len(path.read_bytes().splitlines()) == 2
+    with LoopbackServer(responder) as again:
+        again_out = run(make_model(again), make_prompts(2), media_store, cache)
+        assert again.requests == 0
+    pd.testing.assert_frame_equal(out, again_out)
+
+
+def test_unreadable_cache_lines_are_skipped_with_file_and_line(
+    server, media_store, tmp_path, caplog
+):
+    cache = tmp_path / "c"
+    run(make_model(server), make_prompts(3), media_store, cache)
+    path = cache_path(cache, "Qwen3-VL-8B-Instant", "behavior")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + b'{"cache_key": "\xff\xfe broken"}\n' + b"not json\n" + lines[2])
+    with caplog.at_level(logging.WARNING, logger="dualcog.inference.cache"):
+        out = run(make_model(server), make_prompts(3), media_store, cache)
+    assert f"{path}:2: unreadable line skipped" in caplog.text
+    assert f"{path}:3: unreadable line skipped" in caplog.text
+    assert server.requests == 3 + 1  # only the sample whose line was lost
+    assert list(out.status) == ["ok"] * 3
+
+
+def test_an_append_that_cannot_encode_never_empties_the_cache(tmp_path):
+    path = tmp_path / "m" / "t.jsonl"
+    with ResponseCache(path) as cache:
+        cache.append("k1", "s1", {"status": "ok", "raw_text": "fine"})
+        with pytest.raises(ValueError):
+            cache.append("k2", "s2", {"status": "ok", "raw_text": "x", "latency_ms": float("nan")})
+        cache.append("k3", "s3", {"status": "ok", "raw_text": "A\ud800"})  # lossless escape
+    with ResponseCache(path) as reread:
+        assert set(reread.ok) == {"k1", "k3"} and reread.ok["k3"]["raw_text"] == "A\ud800"
+
+
+def test_error_kinds():
+    transient = ["timeout", "connection", "bad_response", "http_408", "http_409", "http_429"]
+    assert all(is_transient(kind) for kind in [*transient, "http_500", "http_503", "http_599"])
+    permanent = ["http_400", "http_401", "http_403", "http_404", "http_422", None, "x"]
+    assert not any(is_transient(kind) for kind in permanent)
+
+
+def test_max_error_rate_accepts_a_few_transient_failures():
+    statuses = ["ok"] * 18 + ["error"] * 2
+    kinds = [None] * 18 + ["http_503", "timeout"]
+    assert assess({"name": "m"}, "t", statuses, kinds).failed
+    accepted = assess({"name": "m", "max_error_rate": 0.1}, "t", statuses, kinds)
+    assert not accepted.failed and accepted.allowed == 2
+    assert assess({"name": "m", "max_error_rate": 0.05}, "t", statuses, kinds).failed
+    lines = assess({"name": "m"}, "t", statuses, kinds).lines()
+    assert "http_503: 1, timeout: 1" in lines[0] and "the job failed" in lines[1]
+    assert "run the same snakemake command again" in lines[1]

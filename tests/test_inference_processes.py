@@ -1,0 +1,215 @@
+"""Several real processes on one model: shards sharing one cache, `kill -9` and resume,
+budgets (rpm, concurrency) shared by all of a model's jobs, and no `openai` import offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from loopback_server import LoopbackServer, Reply, echo_reply
+
+from dualcog import schemas
+from dualcog.inference import cache_path, media_path, run_model
+from dualcog.inference.budget import JITTER_GUARD_S
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+IMAGE_KEY = "aa" + "1" * 62
+
+# A child process: run_model on the prompts of `prompts.parquet` whose index is in argv.
+CHILD = """
+import json, sys
+import pandas as pd
+from pathlib import Path
+from dualcog.inference import run_model
+work = Path(sys.argv[1])
+model = json.loads((work / "model.json").read_text())
+prompts = pd.read_parquet(work / "prompts.parquet")
+if len(sys.argv) > 2:
+    prompts = prompts.iloc[[int(i) for i in sys.argv[2].split(",")]]
+out = run_model(model, prompts, pd.DataFrame(), work / "media", work / "cache")
+print(json.dumps(out["status"].value_counts().to_dict()))
+"""
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    path = media_path(tmp_path / "media", IMAGE_KEY, "image")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xff\xd8\xff\xe0jpeg")
+    return tmp_path
+
+
+def write_inputs(work: Path, model: dict, count: int, tasks: tuple[str, ...] = ("behavior",)):
+    rows = [
+        {
+            "sample_id": f"{task}{i:03d}",
+            "task": task,
+            "request_key": f"rk-{task}{i:03d}",
+            "system_text": "sys",
+            "user_text": f"{task} prompt {i:03d}",
+            "media_keys": [IMAGE_KEY],
+            "media_kinds": ["image"],
+            "offered_option_ids": ["A"],
+        }
+        for task in tasks
+        for i in range(count)
+    ]
+    prompts = schemas.to_table(pd.DataFrame(rows), schemas.PROMPTS).to_pandas()
+    prompts.to_parquet(work / "prompts.parquet")
+    (work / "model.json").write_text(json.dumps(model))
+    return prompts
+
+
+def child(work: Path, indices: list[int] | None = None) -> subprocess.Popen:
+    args = [sys.executable, "-c", CHILD, str(work)]
+    if indices is not None:
+        args.append(",".join(map(str, indices)))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def base_model(server: LoopbackServer, **extra: object) -> dict:
+    return {
+        "name": "shared-vlm",
+        "backend": "openai",
+        "api_base": server.api_base,
+        "api_key": "EMPTY",
+        "max_retries": 0,
+        "concurrency": 4,
+        **extra,
+    }
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+def test_shards_share_one_cache_and_a_new_split_resends_nothing(server, work):
+    prompts = write_inputs(work, base_model(server), 30)
+    shards = [list(range(i, 30, 3)) for i in range(3)]
+    children = [child(work, shard) for shard in shards]
+    for process in children:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()[-2000:]
+    assert server.requests == 30 and len(server.per_prompt) == 30
+    lines = cache_path(work / "cache", "shared-vlm", "behavior").read_text().splitlines()
+    assert len(lines) == 30 and all(json.loads(line)["status"] == "ok" for line in lines)
+    # Two shards now, split differently: everything is served from the cache.
+    for half in (prompts.iloc[:17], prompts.iloc[17:]):
+        out = run_model(base_model(server), half, pd.DataFrame(), work / "media", work / "cache")
+        assert (out.status == "ok").all()
+    assert server.requests == 30
+
+
+def test_kill_9_and_resume_resends_no_answered_request(work):
+    # Replies come in waves (concurrency 4, 0.3 s each); each kill lands between waves.
+    def slow(body: dict, count: int) -> Reply:
+        time.sleep(0.3)
+        return echo_reply(body, count)
+
+    with LoopbackServer(slow) as server:
+        write_inputs(work, base_model(server), 24)
+        for kill in range(3):
+            process = child(work)
+            target = 4 * (kill + 1) + 4 * kill  # a couple of waves more each time
+            deadline = time.monotonic() + 60
+            while len(server.answered) < target and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.12)  # mid-wave: the answered ones are written, the rest in flight
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        process = child(work)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()[-2000:]
+        assert json.loads(out.decode().strip().splitlines()[-1]) == {"ok": 24}
+        assert len(server.answered) == 24
+        assert server.resent_after_answer == []
+
+
+def _max_in_window(arrivals: list[float], window: float) -> int:
+    arrivals = sorted(arrivals)
+    best, start = 0, 0
+    for end, when in enumerate(arrivals):
+        while when - arrivals[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+TASKS = ("behavior", "visibility", "self_position")
+
+
+def run_task_processes(work: Path, model: dict, per_task: int) -> None:
+    """One process per task, all at once, as a model's task jobs run."""
+    write_inputs(work, model, per_task, TASKS)
+    children = [child(work, [i + per_task * t for i in range(per_task)]) for t in range(len(TASKS))]
+    for process in children:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()[-2000:]
+
+
+def test_rpm_limit_holds_across_a_models_jobs(work):
+    with LoopbackServer() as server:
+        # 8 requests per 2 s window for the model (4/s), three task processes at once.
+        model = base_model(server, rpm_limit=8, rate_limit_window_s=2, concurrency=4)
+        run_task_processes(work, model, 6)
+        arrivals = sorted(server.arrivals)
+    assert len(arrivals) == 18
+    assert _max_in_window(arrivals, 2.0) <= 8
+    # One budget for the three jobs: 17 gaps at the model's spacing, not three budgets' worth.
+    assert arrivals[-1] - arrivals[0] >= 17 * (2 + JITTER_GUARD_S) / 8 * 0.95
+
+
+def test_concurrency_holds_across_a_models_jobs(work):
+    in_flight = [0, 0]  # now, peak
+    lock = threading.Lock()
+
+    def counting(body: dict, count: int) -> Reply:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+        time.sleep(0.15)
+        with lock:
+            in_flight[0] -= 1
+        return echo_reply(body, count)
+
+    with LoopbackServer(counting) as server:
+        run_task_processes(work, base_model(server, concurrency=2), 6)
+        assert server.requests == 18
+    assert in_flight[1] == 2  # never the 6 that three separate budgets would allow
+
+
+def test_offline_and_replay_jobs_never_import_openai(tmp_path):
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text(json.dumps({"sample_id": "s0", "raw_text": "{}", "status": "ok"}) + "\n")
+    code = f"""
+import sys
+import pandas as pd
+from dualcog import schemas
+from dualcog.inference import run_model
+from dualcog.inference.outcome import run_summary
+prompts = schemas.to_table(pd.DataFrame([{{
+    "sample_id": "s0", "task": "behavior", "request_key": "k", "user_text": "u",
+    "media_keys": [], "media_kinds": [], "offered_option_ids": ["A"]}}]),
+    schemas.PROMPTS).to_pandas()
+run_model({{"name": "r", "backend": "replay", "replay": {str(replay)!r}}}, prompts,
+          pd.DataFrame(), "m", "c")
+print("openai" in sys.modules, "httpx2" in sys.modules)
+"""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "False"]

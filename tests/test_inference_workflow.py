@@ -1,0 +1,202 @@
+"""End-to-end fault runs: real Snakemake against a real loopback server with injected faults.
+
+A run ends either with every response or with a failed job whose plain rerun sends only the
+failed requests; the server never sees an answered request twice; the job log and the run
+summary name the model, the count of each error type and what to type; a model's six task
+jobs running at once keep its `rpm_limit`.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from loopback_server import LoopbackServer, Reply, completion, request_marker
+from workflow_runner import REPO, run_snakemake, write_config
+
+SECRET = "sk-faults-Vb4Nq8Zr2Tx6Kp3W"
+MODEL = "fault-vlm-Instant"
+
+
+def answer(body: dict) -> Reply:
+    system = body["messages"][0]["content"]
+    if '"answers"' in system:
+        text = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
+    elif "visible_count" in system:
+        text = '{"visible_count":1,"visible_intervals_sec":[[0.0,1.0]]}'
+    else:
+        text = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,0.5,0.5]}'
+    return 200, completion(text), {}
+
+
+def bucket(body: dict) -> int:
+    return zlib.crc32(body["messages"][-1]["content"][0]["text"].encode()) % 8
+
+
+class Faults:
+    """Until `healed`: bucket 0 -> 503 always, bucket 1 -> 401 echoing the key (always),
+    bucket 2 -> a non-JSON 200 on the first try, bucket 3 -> a lone surrogate in the answer."""
+
+    def __init__(self) -> None:
+        self.healed = False
+
+    def __call__(self, body: dict, count: int) -> Reply:
+        kind = bucket(body)
+        if kind == 1:
+            return 401, {"error": {"message": f"invalid key {SECRET}"}}, {}
+        if kind == 0 and not self.healed:
+            return 503, {"error": {"message": "overloaded"}}, {"Retry-After": "0"}
+        if kind == 2 and count == 1:
+            return 200, b"<html>upstream hiccup</html>", {}
+        if kind == 3:
+            status, payload, headers = answer(body)
+            payload["choices"][0]["message"]["content"] += " \ud800"
+            return status, payload, headers
+        return answer(body)
+
+
+def _config(workdir: Path, api_base: str, tasks: list[str], **model: object) -> None:
+    write_config(
+        workdir,
+        {
+            "data_root": str(REPO / "resources" / "demo"),
+            "tasks": tasks,
+            "tables": {"formats": ["csv"]},
+            "models": [
+                {
+                    "name": MODEL,
+                    "backend": "openai",
+                    "api_base": api_base,
+                    "api_key": "${DUALCOG_FAULT_KEY}",
+                    "family": "qwen_vllm",
+                    "video_mode": "frames",
+                    "video_frames": 2,
+                    "concurrency": 4,
+                    "max_retries": 1,
+                    "retry_backoff_s": 0.01,
+                    **model,
+                }
+            ],
+        },
+    )
+
+
+def _snakemake(workdir: Path, *args: str):
+    result = run_snakemake(workdir, *args, env={"DUALCOG_FAULT_KEY": SECRET}, check=False)
+    assert SECRET not in result.stdout + result.stderr
+    return result
+
+
+def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Path) -> None:
+    tasks = ["future_observation", "behavior"]  # (ingest needs future_observation today)
+    faults = Faults()
+    with LoopbackServer(faults) as server:
+        _config(tmp_path, server.api_base, tasks)
+        first = _snakemake(tmp_path)
+        assert first.returncode != 0
+        sent_first = server.requests
+        per_prompt = dict(server.per_prompt)
+        bodies = {request_marker(b): b for b in server.bodies}
+        failing = [m for m, b in bodies.items() if bucket(b) == 0]
+        refused = [m for m, b in bodies.items() if bucket(b) == 1]
+        # 32 samples; two of them are the very same request, sent once.
+        assert (
+            failing
+            and refused
+            and len(bodies) == server.requests - sum(n - 1 for n in per_prompt.values()) == 31
+        )
+        assert all(per_prompt[t] == 2 for t in failing)  # 1 + max_retries
+        assert all(per_prompt[t] == 1 for t in refused)  # permanent: not retried
+
+        # The job log and the run summary say what failed and what to type.
+        for text in (first.stderr, *_infer_logs(tmp_path)):
+            assert SECRET not in text
+        assert "inference summary" in first.stderr and MODEL in first.stderr
+        assert re.search(r"http_503: \d+", first.stderr)
+        assert "run the same snakemake command again" in first.stderr
+        failed_jobs = {t for t in tasks if "the job failed" in (tmp_path / _log(t)).read_text()}
+        assert failed_jobs
+        assert all("http_503" in (tmp_path / _log(t)).read_text() for t in failed_jobs)
+
+        # Plain rerun once the server is healthy: only the failed requests go out again.
+        faults.healed = True
+        second = _snakemake(tmp_path)
+        assert second.returncode == 0, second.stderr[-3000:]
+        resent = server.bodies[sent_first:]
+        resent_markers = sorted(request_marker(b) for b in resent)
+        expected = sorted(t for t in failing + refused if _task_of(bodies[t], tasks) in failed_jobs)
+        assert resent_markers == expected
+        assert server.resent_after_answer == []
+        # A third plain run has nothing to do.
+        third = _snakemake(tmp_path)
+        assert third.returncode == 0 and server.requests == sent_first + len(expected)
+
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    responses = pd.concat(
+        pd.read_parquet(tmp_path / f"results/responses/{MODEL}/{task}.parquet") for task in tasks
+    )
+    errors = responses[responses.status == "error"]
+    assert set(errors.error_type) == {"http_401"}  # only the permanent refusals remain
+    # The lone surrogate is stored as its escape, and the answer around it still parses.
+    escaped = responses[responses.raw_text.fillna("").str.endswith(" \\ud800")].sample_id
+    parsed = pd.read_parquet(tmp_path / f"results/parsed/{MODEL}.parquet")
+    compatible = parsed[(parsed.parse == "compatible") & parsed.sample_id.isin(escaped)]
+    assert len(escaped) and len(compatible) == len(escaped) and compatible.all_valid.all()
+    assert "401" in second.stderr and "permanent failures" in second.stderr
+    assert (tmp_path / "results/metrics/metrics.parquet").is_file()
+
+
+def _log(task: str) -> str:
+    return f"results/logs/infer/{MODEL}/{task}.log"
+
+
+def _infer_logs(workdir: Path) -> list[str]:
+    return [p.read_text() for p in sorted((workdir / "results/logs/infer").rglob("*.log"))]
+
+
+def _task_of(body: dict, tasks: list[str]) -> str:
+    return "behavior" if '"answers"' in body["messages"][0]["content"] else tasks[0]
+
+
+def _max_in_window(arrivals: list[float], window: float) -> int:
+    arrivals = sorted(arrivals)
+    best, start = 0, 0
+    for end, when in enumerate(arrivals):
+        while when - arrivals[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def _job_span(text: str) -> tuple[datetime, datetime]:
+    stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})", text, flags=re.M)
+    parsed = [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f") for s in stamps]
+    return parsed[0], parsed[-1]
+
+
+def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
+    limit, window = 24, 2.0
+    with LoopbackServer(lambda body, count: answer(body)) as server:
+        _config(tmp_path, server.api_base, [], rpm_limit=limit, rate_limit_window_s=window)
+        config = (tmp_path / "config/config.yaml").read_text().replace("tasks: []\n", "")
+        (tmp_path / "config/config.yaml").write_text(config)  # all six tasks
+        result = _snakemake(tmp_path, "--cores", "6")
+        assert result.returncode == 0, result.stderr[-3000:]
+        arrivals = list(server.arrivals)
+    distinct_requests = sum(
+        pd.read_parquet(path).request_key.nunique()
+        for path in (tmp_path / "results/prompts").glob("*.parquet")
+    )
+    assert len(arrivals) == distinct_requests > 6 * 15
+    assert _max_in_window(arrivals, window) <= limit
+    spans = [_job_span(text) for text in _infer_logs(tmp_path)]
+    assert len(spans) == 6
+    # The jobs ran at once (so the limit held across jobs, not by taking turns).
+    latest_start = max(start for start, _ in spans)
+    overlapping = sum(start <= latest_start <= end for start, end in spans)
+    assert overlapping >= 3
