@@ -39,7 +39,7 @@ rule infer_shard:
         media_store=config["media"]["store"],
         cache_dir=config["cache_dir"],
     script:
-        "../scripts/infer_shard.py"
+        "../scripts/infer.py"
 
 
 rule assemble_shards:

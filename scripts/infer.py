@@ -9,6 +9,7 @@ from dualcog.inference.outcome import InferenceFailed, assess, write_outcome
 from dualcog.media import missing_media
 from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
+from dualcog.sharding import select_shard, shard_label
 
 
 def require_media(prompts, store):
@@ -30,8 +31,13 @@ def main(sm):
     prompts = read_frame(sm.input.prompts)
     samples = read_frame(sm.input.samples)
     samples = samples[samples["task"] == task]
+    label = task
+    if hasattr(sm.wildcards, "shard"):  # rule infer_shard (rules/shards.smk)
+        shard, shards = int(sm.wildcards.shard), int(sm.wildcards.shards)
+        prompts = select_shard(prompts, shard, shards)
+        label = shard_label(task, shard, shards)
     log.info(
-        "%s on %s: %d requests (backend %s)", model["name"], task, len(prompts), model["backend"]
+        "%s on %s: %d requests (backend %s)", model["name"], label, len(prompts), model["backend"]
     )
     responses = run_model(
         model,
@@ -43,14 +49,14 @@ def main(sm):
     )
     log.info("status counts: %s", responses["status"].value_counts().to_dict())
     if model["backend"] == "openai":
-        outcome = assess(model, task, responses["status"], responses["error_type"])
+        outcome = assess(model, label, responses["status"], responses["error_type"])
         write_outcome(sm.params.cache_dir, outcome)
         for line in outcome.lines():
             log.warning("%s", line)
         if outcome.failed:
             # The cache already holds every answer received: a rerun sends only the failures.
             raise InferenceFailed(
-                f"{model['name']}/{task}: {outcome.transient} of {outcome.requests} requests "
+                f"{model['name']}/{label}: {outcome.transient} of {outcome.requests} requests "
                 f"failed after retries ({outcome.counts_text()}); no responses written"
             )
     write_table(responses, RESPONSES, sm.output[0])

@@ -21,11 +21,16 @@ import yaml
 from workflow_runner import REPO, run_snakemake, write_config
 
 PROFILE = REPO / "profiles" / "cluster-generic"
-DEMO_MODELS = ("oracle", "sim-chatty-Thinking")  # both video modes; non-trivial scores
-TASKS = ["landmark_position", "action_decision", "behavior"]
+# Both runs of a comparison claim the same creation time (the stamps' `created`).
+PINNED = {"SOURCE_DATE_EPOCH": "1767225600"}
+# One simulated model (frames video mode, non-trivial scores), an image and a video task:
+# every cluster job is a Snakemake start-up of its own (two under SLURM: script and srun step).
+DEMO_MODELS = ("sim-chatty-Thinking",)
+TASKS = ["landmark_position", "landmark_visibility"]  # agent-state image, world-state video
+# Rules upstream of inference; the SLURM run groups them into one job, and the rest into another.
 INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
                "render_video_prompts")  # fmt: skip
-SCORING_RULES = ("parse", "score", "collect_metrics", "tables")
+INFERENCE_RULES = ("infer", "infer_shard", "assemble_shards")
 
 
 def _queue(command: str, *args: str, spool: Path) -> str:
@@ -96,6 +101,7 @@ def _demo_config(models: tuple[str, ...] = DEMO_MODELS, tasks: list[str] = TASKS
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["data_root"] = str(REPO / "resources" / "demo")
     config["tasks"] = tasks
+    config.pop("compare", None)  # names models left out here
     config["models"] = [m for m in config["models"] if m["name"] in models]
     for model in config["models"]:
         if "replay" in model:
@@ -111,34 +117,41 @@ def _plugin_installed() -> bool:
     pytest.skip("snakemake-executor-plugin-cluster-generic is not installed")
 
 
-def test_cluster_run_equals_local_run(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference: the same configuration run by the local executor."""
+    workdir = tmp_path_factory.mktemp("local")
+    write_config(workdir, _demo_config())
+    run_snakemake(workdir, env=PINNED)
+    return workdir
+
+
+def test_cluster_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     _plugin_installed()
-    local, cluster = tmp_path / "local", tmp_path / "cluster"
-    for workdir in (local, cluster):
-        write_config(workdir, _demo_config())
-    run_snakemake(local)
-    result = run_snakemake(cluster, "--profile", str(PROFILE))
+    cluster = tmp_path / "cluster"
+    write_config(cluster, _demo_config())
+    result = run_snakemake(cluster, "--profile", str(PROFILE), env=PINNED)
 
     # Every job but the target `all` went through the queue and recorded exit status 0.
     jobs = sorted((cluster / ".snakemake" / "localqueue").iterdir())
     submitted = result.stderr.count("with external jobid")
-    assert submitted == len(jobs) > 10
+    assert submitted == len(jobs) > 15
     assert all((job / "returncode").read_text() == "0" for job in jobs)
     ran = {line.split()[-1] for job in jobs for line in job.joinpath("output.log").open()
            if line.startswith("localrule ")}  # fmt: skip
     assert {"ingest:", "infer:", "parse:", "score:", "collect_metrics:", "tables:"} <= ran
 
-    _assert_same_results(local, cluster)
+    _assert_same_results(local_run, cluster)
 
     # Nothing left to do: the cluster run's outputs and metadata are complete.
-    again = run_snakemake(cluster, "--profile", str(PROFILE), "--dry-run")
+    again = run_snakemake(cluster, "--profile", str(PROFILE), "--dry-run", env=PINNED)
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
 def _assert_same_results(local: Path, cluster: Path) -> None:
     tables = sorted(p.name for p in (local / "results" / "tables").iterdir())
     assert tables == sorted(p.name for p in (cluster / "results" / "tables").iterdir())
-    assert len(tables) == 5 * 4  # five tables in four formats
+    assert len(tables) == 5 * 5  # five tables in four formats, each with its stamp
     for name in tables:
         assert (local / "results/tables" / name).read_bytes() == (
             cluster / "results/tables" / name
@@ -160,7 +173,7 @@ def _slurm_is_up() -> None:
     pytest.skip(message)
 
 
-def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
+def test_slurm_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     """The same workflow through snakemake-executor-plugin-slurm (sbatch, squeue, srun)."""
     _slurm_is_up()
     if not importlib.util.find_spec("snakemake_executor_plugin_slurm"):
@@ -170,13 +183,10 @@ def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
         .stdout.split()[0]
         .rstrip("*")
     )
-    # One model (frames mode, non-trivial scores), one image and one video task: SLURM jobs
-    # cost two Snakemake start-ups each (the batch script and its srun step).
-    config = _demo_config(("sim-chatty-Thinking",), ["landmark_position", "behavior"])
-    local, cluster = tmp_path / "local", tmp_path / "slurm"
-    for workdir in (local, cluster):
-        write_config(workdir, config)
-    run_snakemake(local)
+    cluster = tmp_path / "slurm"
+    write_config(cluster, _demo_config())
+    listed = run_snakemake(cluster, "--list-rules").stdout.split()
+    scoring_rules = [r for r in listed if r not in {"all", *INPUT_RULES, *INFERENCE_RULES}]
     result = run_snakemake(
         cluster,
         "--executor", "slurm", "--jobs", "4", "--latency-wait", "10",
@@ -190,7 +200,8 @@ def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
         # The inputs chain and the scoring chain run as one SLURM job each (group jobs, as on
         # a real cluster for many small steps); the two inference jobs on their own.
         "--groups", *(f"{rule}=inputs" for rule in INPUT_RULES),
-        *(f"{rule}=scoring" for rule in SCORING_RULES),
+        *(f"{rule}=scoring" for rule in scoring_rules),
+        env=PINNED,
     )  # fmt: skip
     submitted = result.stderr.count("has been submitted with SLURM jobid")
     assert submitted == 4  # inputs, two infer jobs, scoring
@@ -199,4 +210,15 @@ def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
     assert [job.split("_")[:2] for job in jobs] == [
         ["group", "inputs"], ["group", "scoring"], ["rule", "infer"], ["rule", "infer"]
     ]  # fmt: skip
-    _assert_same_results(local, cluster)
+    _assert_same_results(local_run, cluster)
+
+
+def test_source_date_epoch_pins_the_stamp_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dualcog.errors import ConfigError
+    from dualcog.stamp import build_stamp
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", PINNED["SOURCE_DATE_EPOCH"])
+    assert build_stamp({}, [], REPO)["created"] == "2026-01-01T00:00:00Z"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(ConfigError, match="SOURCE_DATE_EPOCH"):
+        build_stamp({}, [], REPO)

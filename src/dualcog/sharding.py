@@ -1,30 +1,23 @@
 """Sharded inference: one (model, request kind) split into N jobs that a cluster spreads.
 
 Shard `i` of `n` (1-based) holds a contiguous block of the prompts, in prompt order, the
-blocks differing in size by at most one. Each shard is an ordinary `run_model` call over its
-block; the response cache is shared by all shards of a (model, task) and keyed per request,
-so the assembled result does not depend on the shard count and changing the count sends
-nothing that is already cached. A model's rate limits and concurrency are its total over all
-of its shards: each shard gets an equal part.
+blocks differing in size by at most one. Each shard is an ordinary
+`dualcog.inference.run_model` call over its block (`scripts/infer.py`); the response cache is
+shared by all shards of a (model, task) and keyed per request, so the assembled result does
+not depend on the shard count and changing the count sends nothing that is already cached.
+A model's rate limits and concurrency stay the model's: its shards draw from the model's one
+request budget (`dualcog.inference.budget`; across machines see docs/cluster.md).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from dualcog.errors import DualCogError
-from dualcog.inference import run_model
-from dualcog.inference.common import ProgressFn
-
-# Per-model throughput settings that are totals over all shards of a (model, task).
-SPLIT_RATE_KEYS = ("rpm_limit", "tpm_limit")
-SPLIT_COUNT_KEYS = ("concurrency", "rate_limit_burst")
 
 
 class ShardError(DualCogError):
@@ -49,35 +42,17 @@ def select_shard(prompts: pd.DataFrame, shard: int, shards: int) -> pd.DataFrame
     return prompts.iloc[start:stop].reset_index(drop=True)
 
 
-def shard_model(model: Mapping[str, Any], shards: int) -> dict[str, Any]:
-    """The model settings of one of `shards` shards: an equal part of each throughput limit.
-
-    Only settings that never change an answer are touched, so a shard's requests have the
-    same cache keys as the unsharded run's.
-    """
-    settings = dict(model)
-    for key in SPLIT_RATE_KEYS:
-        if settings.get(key) is not None:
-            settings[key] = settings[key] / shards
-    for key in SPLIT_COUNT_KEYS:
-        if settings.get(key) is not None:
-            settings[key] = max(1, math.floor(settings[key] / shards))
-    return settings
+def shard_label(task: str, shard: int, shards: int) -> str:
+    """`<task>.shard<i>of<n>`: names a shard's responses file, log and job outcome."""
+    return f"{task}.shard{shard}of{shards}"
 
 
-def run_shard(
-    model: Mapping[str, Any],
-    prompts: pd.DataFrame,
-    samples: pd.DataFrame,
-    media_store: Path,
-    cache_dir: Path,
-    shard: int,
-    shards: int,
-    progress: ProgressFn | None = None,
-) -> pd.DataFrame:
-    """Responses (schemas.RESPONSES) of shard `shard` of `shards` of the prompts."""
-    part = select_shard(prompts, shard, shards)
-    return run_model(shard_model(model, shards), part, samples, media_store, cache_dir, progress)
+def job_labels(model: Mapping[str, Any], task: str) -> list[str]:
+    """The labels of the inference jobs of one (model, task): the task, or its shards."""
+    count = shard_count(model)
+    if count == 1:
+        return [task]
+    return [shard_label(task, shard, count) for shard in range(1, count + 1)]
 
 
 def assemble_shards(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dualcog.config import model_fingerprint
+from dualcog.errors import ConfigError
 from dualcog.media import file_digest
 from dualcog.versions import (
     INGEST_VERSION,
@@ -127,6 +129,18 @@ def manifest_digests(manifests: Sequence[str | Path], data_root: str | Path) -> 
     return out
 
 
+def creation_time() -> dt.datetime:
+    """Now, or the time pinned by SOURCE_DATE_EPOCH (reproducible-builds.org), so that two runs
+    of the same inputs, e.g. a local and a cluster run, can write byte-identical outputs."""
+    pinned = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if pinned:
+        try:
+            return dt.datetime.fromtimestamp(int(pinned), dt.UTC)
+        except (ValueError, OverflowError, OSError) as error:
+            raise ConfigError(f"SOURCE_DATE_EPOCH={pinned!r} is not a Unix time") from error
+    return dt.datetime.now(dt.UTC)
+
+
 def build_stamp(
     models: Mapping[str, Mapping[str, Any]],
     manifests: Sequence[str | Path],
@@ -140,7 +154,7 @@ def build_stamp(
 
     Relative replay paths are read from `base` (the workflow's working directory).
     """
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or creation_time()
     data = manifest_digests(manifests, data_root)
     return {
         "project": "dualcog",

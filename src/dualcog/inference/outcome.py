@@ -160,16 +160,18 @@ def read_outcome(path: Path) -> JobOutcome | None:
 def run_summary(config: Mapping[str, Any]) -> list[str]:
     """Lines naming every (model, task) of the config whose last job had failures."""
     from dualcog.config import model_tasks
+    from dualcog.sharding import job_labels
 
     lines: list[str] = []
     for model in config.get("models", []):
         if model.get("backend") != "openai":
             continue
         for task in model_tasks(config, model):
-            path = outcome_path(config["cache_dir"], model["name"], task)
-            outcome = read_outcome(path) if path.is_file() else None
-            if outcome is not None:
-                lines.extend(outcome.lines())
+            for label in job_labels(model, task):  # the task, or each of its shards
+                path = outcome_path(config["cache_dir"], model["name"], label)
+                outcome = read_outcome(path) if path.is_file() else None
+                if outcome is not None:
+                    lines.extend(outcome.lines())
     if lines:
         lines.insert(0, "inference summary (models with failed requests):")
     return lines
