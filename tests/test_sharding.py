@@ -99,6 +99,7 @@ def test_job_labels_name_the_task_or_its_shards() -> None:
         ({"backend": "openai", "api_base": "http://x:1/v1", "provider": "bailian"}, "bailian"),
         ({"backend": "simulated"}, None),
         ({"backend": "replay", "replay": "r.jsonl"}, None),
+        ({"backend": "openai", "serve": {"model": "Qwen/Qwen3.5-4B"}}, None),
     ],
 )
 def test_provider_of(model: dict, provider: str | None) -> None:

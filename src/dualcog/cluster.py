@@ -5,7 +5,8 @@ Every inference job of a model that calls an API holds one unit of the Snakemake
 most K such jobs run at a time, across all models, tasks and shards of that provider.
 The provider is the model's `provider` setting, else derived from its `api_base`:
 `${OPENROUTER_BASE}` -> `openrouter_base`, `https://api.openai.com/v1` -> `openai_com`,
-`http://127.0.0.1:8000/v1` -> `127_0_0_1_8000`. Offline and replay models call no API.
+`http://127.0.0.1:8000/v1` -> `127_0_0_1_8000`. Offline, replay and served models (`serve:`,
+run by the workflow itself) call no API.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def _slug(text: str) -> str:
 
 def provider_of(model: Mapping[str, Any]) -> str | None:
     """The provider a model's requests go to, or None for models that call no API."""
-    if model.get("backend") != "openai":
-        return None
+    if model.get("backend") != "openai" or model.get("serve"):
+        return None  # offline, replayed, or a server the workflow runs itself
     if model.get("provider"):
         return str(model["provider"])
     api_base = str(model.get("api_base") or "")

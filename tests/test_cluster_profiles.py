@@ -1,0 +1,62 @@
+"""profiles/slurm: every entry explained, and its rule names and job caps match the workflow."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from test_cluster_executor import _demo_config
+from workflow_runner import REPO, run_snakemake, write_config
+
+from dualcog.cluster import provider_resources
+from dualcog.config import validate_config
+from dualcog.serving import served_groups
+
+PROFILE = REPO / "profiles" / "slurm"
+PLACEHOLDERS = {
+    "DUALCOG_SLURM_ACCOUNT": "acct-x",
+    "DUALCOG_SLURM_PARTITION": "cpu-x",
+    "DUALCOG_SLURM_GPU_PARTITION": "gpu-x",
+    "DUALCOG_SLURM_EGRESS_PARTITION": "egress-x",
+}
+
+
+def _profile() -> dict:
+    return yaml.safe_load((PROFILE / "config.yaml").read_text())
+
+
+def _paper_models() -> list[dict]:
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    return validate_config(config, "config/paper.yaml")["models"]
+
+
+def test_every_top_level_entry_has_a_comment() -> None:
+    lines = (PROFILE / "config.yaml").read_text().splitlines()
+    for number, line in enumerate(lines):
+        if re.match(r"^[a-z][\w-]*:", line):
+            commented = "#" in line or lines[number - 1].startswith("#")
+            assert commented, f"profiles/slurm/config.yaml:{number + 1}: {line!r} is unexplained"
+
+
+def test_served_models_of_the_paper_config_get_a_gpu_partition() -> None:
+    served = {group.rule_name for group in served_groups(_paper_models())}
+    assert len(served) == 9
+    resources = _profile()["set-resources"]
+    assert served == {rule for rule in resources if rule.startswith("infer_served_")}
+    for rule in served:
+        assert resources[rule]["slurm_partition"] == "$DUALCOG_SLURM_GPU_PARTITION"
+
+
+def test_each_api_of_the_paper_config_has_a_job_cap() -> None:
+    caps = {name for name in _profile()["resources"] if name != "api_slots"}
+    assert caps == set(provider_resources(_paper_models()))
+
+
+def test_the_profile_reaches_the_jobs(tmp_path) -> None:
+    write_config(tmp_path, _demo_config())
+    result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=PLACEHOLDERS)
+    job = r"^(?:local)?rule (\w+):.*?\n    resources: ([^\n]*)"
+    jobs = dict(re.findall(job, result.stdout, re.M | re.S))
+    assert "slurm_account=acct-x" in jobs["parse"] and "slurm_partition=cpu-x" in jobs["parse"]
+    assert "slurm_partition=egress-x" in jobs["infer"] and "runtime=1440" in jobs["infer"]
+    assert "cpus_per_task=8" in jobs["prepare_images"] and "mem_mb=16000" in jobs["prepare_images"]
