@@ -250,3 +250,13 @@ def test_one_shard_is_todays_dag_and_jobs_hold_their_providers_cap(tmp_path: Pat
     assert not {"infer_shard", "assemble_shards"} & set(_planned(one))
     caps = re.findall(r"api_127_0_0_1_9=(\d)", plain)
     assert sorted(caps) == ["0"] * len(TASKS) + ["1"] * len(TASKS)
+
+
+def test_a_served_model_cannot_be_sharded(tmp_path: Path) -> None:
+    served = {"name": "srv-Instant", "backend": "openai", "family": "qwen_vllm", "shards": 2,
+              "serve": {"model": "tiny"}}  # fmt: skip
+    config = {"data_root": str(REPO / "resources" / "demo"), "tasks": TASKS, "models": [served]}
+    write_config(tmp_path, config)
+    result = run_snakemake(tmp_path, "--dry-run", check=False)
+    assert result.returncode != 0
+    assert "model srv-Instant: `shards` splits the jobs of the infer rule" in result.stdout
