@@ -201,6 +201,8 @@ TABLE_MODELS = [
     }
     for m in config["models"]
 ]
+
+
 def stats_outputs():
     return [
         "results/metrics/intervals.parquet",

@@ -1,26 +1,6 @@
 # Sharded inference (docs/cluster.md): a model with `shards: N` answers each request kind in N
 # infer_shard jobs; assemble_shards joins them into the same responses file that `infer`
 # writes for unsharded models. With shards: 1 (the default) these rules take no part.
-from dualcog.errors import ConfigError
-from dualcog.sharding import shard_count
-
-SHARDED_MODELS = [m["name"] for m in config["models"] if shard_count(m) > 1]
-if set(SHARDED_MODELS) & set(SERVED_RUNS):
-    raise ConfigError(
-        f"model {sorted(set(SHARDED_MODELS) & set(SERVED_RUNS))[0]}: `shards` splits the jobs "
-        "of the infer rule; a model with `serve:` is answered by one job per server "
-        "(drop `shards` or `serve`)"
-    )
-
-
-def shard_files(wildcards):
-    count = shard_count(model_by_name(config, wildcards.model))
-    return [
-        f"results/responses/{wildcards.model}/{wildcards.task}.shard{i}of{count}.parquet"
-        for i in range(1, count + 1)
-    ]
-
-
 ruleorder: assemble_shards > infer
 
 
