@@ -155,7 +155,8 @@ def test_filter_compare_and_screenshot(demo: Path, browser: Browser, tmp_path: P
         both.save(tmp_path / "explorer.png")
         target = os.environ.get("DUALCOG_SCREENSHOT")
         if target:  # docs/img/explorer.png is refreshed this way
-            both.resize((1050, 1500), Image.Resampling.LANCZOS).save(target)
+            small = both.resize((1050, 1500), Image.Resampling.LANCZOS)
+            small.quantize(256, method=Image.Quantize.FASTOCTREE).save(target, optimize=True)
 
 
 def _near(pixel, colour, tolerance=60) -> bool:
