@@ -337,3 +337,16 @@ def test_legacy_future_observation_box_is_scored_against_the_released_answer_box
     )
     scores = score_samples(samples_frame([sample]), parsed_frame([strict]))
     assert scores.loc[scores["parse"] == "strict", "iou"].iloc[0] == 1.0
+
+
+@pytest.mark.parametrize("digits", [4300, 4301, 9000])
+def test_shared_fast_path_with_integers_past_the_digit_guard(digits):
+    strict_valid = '{"answer_option_id":"B","bbox_xyxy_norm":[0.1,0.2,0.5,0.6],"n":'
+    other = '{"answer_option_id":"b","bbox_xyxy_norm":[0.1,0.2,0.5,0.6],"n":'
+    for head in (strict_valid, other):
+        raw = head + "7" * digits + "}"
+        strict, _, legacy = parse_image_modes(raw, IMAGE_OFFERED)
+        assert legacy == parse_image_legacy(raw)
+        # The candidate fails past the guard: the box has no BBox line to fall back on.
+        assert legacy.bbox_valid is (digits <= 4300)
+    assert parse_image_modes(strict_valid + "7" * 9000 + "}", IMAGE_OFFERED)[0].all_valid
