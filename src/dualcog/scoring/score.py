@@ -19,8 +19,8 @@ _FLAGS = ("all_valid", "option_valid", "bbox_valid", "answers_valid", "count_val
           "intervals_valid")  # fmt: skip
 _SAMPLE_COLUMNS = (
     "sample_id", "task", "difficulty", "options", "gold_option_id", "gold_bbox", "candidates",
-    "gold_option_ids", "answer_bbox", "composite_mission", "duration_sec", "gold_items", "gold_visible_count",
-    "gold_visible_intervals",
+    "gold_option_ids", "answer_bbox", "composite_mission", "duration_sec", "gold_items",
+    "gold_visible_count", "gold_visible_intervals",
 )  # fmt: skip
 
 
