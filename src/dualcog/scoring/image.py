@@ -36,19 +36,26 @@ def _option_outcome(option_ids, gold: np.ndarray, valid: np.ndarray) -> tuple[np
 def _legacy_gold_sets(rows: pd.DataFrame, correct: np.ndarray, valid: np.ndarray) -> None:
     """Legacy: correct iff the letter set equals the sample's gold id set (§3.4), in place.
 
-    Only rows whose gold set is not just {gold_option_id} need this; it is rare.
+    Only rows whose stored gold set is not just {gold_option_id} need this (rare), so they
+    are found column-wise and only they are checked one by one.
     """
-    legacy = rows["parse"].to_numpy(object) == "legacy"
-    gold_sets = rows["gold_option_ids"].to_numpy(object) if "gold_option_ids" in rows else None
-    if gold_sets is None or not legacy.any():
+    if "gold_option_ids" not in rows:
         return
+    gold_sets = _as_list_array(rows["gold_option_ids"], pa.string())
+    lengths = gold_sets.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    flat = np.asarray(gold_sets.values.to_numpy(zero_copy_only=False), dtype=object)
+    single = lengths == 1
+    first = np.full(len(rows), None, dtype=object)
+    first[single] = flat[gold_sets.offsets.to_numpy()[:-1][single]]
     gold = rows["gold_option_id"].to_numpy(object)
+    differs = (rows["parse"].to_numpy(object) == "legacy") & (lengths > 0)
+    differs &= ~(single & (first == gold))
+    if not differs.any():
+        return
     letters = rows["option_ids"].to_numpy(object)
-    for i in np.flatnonzero(legacy):
-        ids = gold_sets[i]
-        if ids is None or isinstance(ids, float) or list(ids) == [gold[i]]:
-            continue
-        correct[i] = bool(valid[i]) and set(letters[i]) == set(ids)
+    ids = gold_sets.to_pylist()
+    for i in np.flatnonzero(differs):
+        correct[i] = bool(valid[i]) and set(letters[i]) == set(ids[i])
 
 
 def _candidate_boxes(samples: pd.DataFrame) -> pd.DataFrame:
