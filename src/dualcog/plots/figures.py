@@ -150,7 +150,7 @@ def plot_cognition_balance(
 ) -> Figure:
     data = cognition_balance(metrics, intervals)
     data = data[data["model"].isin(models.index)]
-    fig, ax = plt.subplots(figsize=(7, 6.5))
+    fig, ax = plt.subplots(figsize=(8.5, 6.5))
     ax.plot([0, 1], [0, 1], ls="--", lw=0.8, color="#999999")
     ax.text(0.98, 0.9, "balanced", rotation=45, ha="right", va="top", fontsize=8,
             color="#777777", rotation_mode="anchor", transform_rotates_text=True)  # fmt: skip
@@ -176,7 +176,7 @@ def plot_cognition_balance(
     ax.set_xlabel("Agent-state score (%): mean of the 8 agent-state headline metrics")
     ax.set_ylabel("World-state score (%): mean of the 6 world-state headline metrics")
     ax.set_title("Agent-state vs world-state balance (compatible parse; bars: 95% CI)")
-    _group_legend(ax, models["group"], loc="upper left", bbox_to_anchor=(0.0, 0.93))
+    _group_legend(ax, models["group"], loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     return fig
 
