@@ -112,3 +112,14 @@ def test_sparse_runs_still_draw_every_plot(tmp_path):
     written = draw_plots(names, metrics, model_frame(MODELS), None, tmp_path)
     assert len(written) == 8
     assert "no model ran all four image tasks" in (tmp_path / "audit_gains.svg").read_text()
+
+
+def test_many_models_are_numbered_with_a_key(tmp_path):
+    models = [{"name": f"m{i}", "group": "open-weights"} for i in range(14)]
+    metrics = pd.DataFrame(
+        [_row(f"m{i}", "overall", metric, 0.05 * i)
+         for i in range(14) for metric in ("agent_state_score", "world_state_score")]
+    )  # fmt: skip
+    draw_plots(["cognition_balance"], metrics, model_frame(models), None, tmp_path)
+    svg = (tmp_path / "cognition_balance.svg").read_text()
+    assert "14  m13" in svg and "1  m0" in svg  # the key: number and name
