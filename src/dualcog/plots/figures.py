@@ -259,7 +259,7 @@ def plot_by_difficulty(metrics: pd.DataFrame, models: pd.DataFrame) -> Figure:
         ax.set_xticks(range(len(strata)), strata)
         ax.set_xlim(-0.3, len(strata) - 0.7)
         ax.set_title(title)
-        ax.set_xlabel("Difficulty" if len(strata) == 3 else "Options offered")
+        ax.set_xlabel("Difficulty band" if len(strata) == 3 else "View directions (difficulty)")
         _percent_axis(ax, "y")
         ax.grid(axis="y", lw=0.3, color="#DDDDDD")
     for ax in axes[:, 0]:
