@@ -200,3 +200,32 @@ def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
     latest_start = max(start for start, _ in spans)
     overlapping = sum(start <= latest_start <= end for start, end in spans)
     assert overlapping >= 3
+
+
+def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: Path) -> None:
+    """As on a cluster: each job is submitted (cluster-generic executor) and runs as its own
+    detached process, not a child of Snakemake; only the filesystem is shared."""
+    submit = tmp_path / "submit.sh"
+    submit.write_text(
+        '#!/bin/bash\nsetsid nohup bash "$1" > "$1.out" 2>&1 < /dev/null &\necho "$!"\n'
+    )
+    submit.chmod(0o755)
+    limit, window = 12, 2.0
+    tasks = ["future_observation", "behavior", "landmark_position"]
+    with LoopbackServer(lambda body, count: answer(body)) as server:
+        _config(tmp_path, server.api_base, tasks, rpm_limit=limit, rate_limit_window_s=window)
+        upstream = _snakemake(tmp_path, "--omit-from", "infer")  # locally, for speed
+        assert upstream.returncode == 0, upstream.stderr[-3000:]
+        result = _snakemake(
+            tmp_path,
+            *(f"results/responses/{MODEL}/{task}.parquet" for task in tasks),
+            "--executor", "cluster-generic", "--cluster-generic-submit-cmd", str(submit),
+            "--jobs", "6", "--latency-wait", "5",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        arrivals = list(server.arrivals)
+    assert len(arrivals) == 3 * 16 - 1  # one pair of identical requests is sent once
+    assert _max_in_window(arrivals, window) <= limit
+    spans = [_job_span(text) for text in _infer_logs(tmp_path)]
+    latest_start = max(start for start, _ in spans)
+    assert sum(start <= latest_start <= end for start, end in spans) >= 2
