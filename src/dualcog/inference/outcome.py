@@ -173,3 +173,11 @@ def run_summary(config: Mapping[str, Any]) -> list[str]:
     if lines:
         lines.insert(0, "inference summary (models with failed requests):")
     return lines
+
+
+def print_run_summary(config: Mapping[str, Any], stream: Any = None) -> None:
+    """`run_summary` to stderr; the Snakefile calls it from `onsuccess` and `onerror`."""
+    import sys
+
+    for line in run_summary(config):
+        print(line, file=stream or sys.stderr)
