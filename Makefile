@@ -18,7 +18,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
-	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall)"
+	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall); page: results/leaderboard.html"
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

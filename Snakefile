@@ -2,16 +2,28 @@
 # Rules are split by phase under rules/; the library src/dualcog/ does the work.
 
 
-configfile: "config/config.yaml"
+# The demo's settings apply only when no --configfile is given: a user's config file is used on
+# its own and never inherits the demo's data or models (docs/configuration.md).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
 include: "rules/ingest.smk"
 include: "rules/render.smk"
 include: "rules/inference.smk"
+include: "rules/serve.smk"
 include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
+include: "rules/stats.smk"
+include: "rules/plots.smk"
+include: "rules/stamp.smk"
+include: "rules/explorer.smk"
 
 
 rule all:

@@ -12,28 +12,51 @@ from dualcog.config import (
     validate_config,
 )
 from dualcog.ingest import find_manifests
+from dualcog.preflight import require_ready
 from dualcog.render import video_mode_name
+from dualcog.stats import comparison_pairs
+from dualcog.stamp import STAGE_VERSIONS, model_entry
+from dualcog.serving import served_groups
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
+    EXPLORER_VERSION,
     INGEST_VERSION,
     PARSER_VERSION,
+    PROTOCOL_REVISION,
     RENDER_VERSION,
     SCORER_VERSION,
     TABLES_VERSION,
+    PLOTS_VERSION,
+    STATS_VERSION,
 )
 
-config = validate_config(config, "the workflow configuration")
+CONFIG_SOURCE = (
+    ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
+)
+config = validate_config(config, CONFIG_SOURCE)
+# Before any job, a dry run included: every missing variable, replay file or data problem.
+require_ready(config, CONFIG_SOURCE)
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
+SERVED_GROUPS = served_groups(config["models"])
+SERVED_RUNS = [run for group in SERVED_GROUPS for run in group.runs]
+# Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
+UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
+COMPARE_PAIRS = comparison_pairs(config)
 
 
 wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS),
     task="|".join(TASKS),
     vmode=r"video_url|frames\d+",
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly `names` (nothing when empty)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
 def manifest_files():
@@ -79,6 +102,19 @@ def replay_sources(wildcards):
     return [sources] if isinstance(sources, str) else list(sources)
 
 
+def all_replay_sources():
+    return sorted({p for m in config["models"] for p in model_entry(m)["replay"]})
+
+
+def stamp_models(names=None):
+    """Per-model stamp entries (answer-settings digest, bbox_scale, replay files)."""
+    return {
+        m["name"]: model_entry(m)
+        for m in config["models"]
+        if names is None or m["name"] in names
+    }
+
+
 def responses_of(wildcards):
     model = model_by_name(config, wildcards.model)
     return [
@@ -95,8 +131,107 @@ def table_outputs():
     if VIDEO_TASKS_ON:
         names.append("video_main")
     names.append("overall")
-    return [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
+    paths = [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
+    if "csv" in formats:  # CSV has no room for a stamp: a sidecar carries it
+        paths += [f"results/tables/{name}.stamp.json" for name in names]
+    return paths
+
+
+def explorer_outputs():
+    return [f"results/explorer/{m}.html" for m in MODELS]
+
+
+# Tables and leaderboard: optional inputs from other rule files, report flags.
+OPTIONAL_RESULT_INPUTS = {
+    "intervals": "results/metrics/intervals.parquet",
+    "stamp": "results/stamp.json",
+}
+
+TABLE_CAPTIONS = {
+    "image_main": "Image tasks",
+    "video_main": "Video tasks",
+    "audit": "Compatibility audit",
+    "audit_gains": "Compatibility audit",
+    "overall": "Aggregates",
+}
+
+
+def optional_result_inputs(wildcards):
+    """The optional inputs some rule of this workflow produces (none when no rule does)."""
+    produced = {str(path) for rule in workflow.rules for path in rule.output}
+    return {k: v for k, v in OPTIONAL_RESULT_INPUTS.items() if v in produced}
+
+
+def all_responses():
+    return [
+        f"results/responses/{m['name']}/{task}.parquet"
+        for m in config["models"]
+        for task in model_tasks(config, m)
+    ]
+
+
+def report_format():
+    """The one format of each table shown in the Snakemake report."""
+    formats = config["tables"]["formats"]
+    return "html" if "html" in formats else formats[0]
+
+
+def table_report_outputs():
+    """table_outputs(), the report's format of each flagged for `snakemake --report`."""
+    shown = report_format()
+    outputs = []
+    for path in table_outputs():
+        name, fmt = Path(path).name.split(".", 1)
+        if fmt == shown:
+            path = report(
+                path,
+                caption=f"../report/tables/{name}.rst",
+                category="Tables",
+                subcategory=TABLE_CAPTIONS[name],
+                labels={"table": name, "format": fmt},
+            )
+        outputs.append(path)
+    return outputs
+
+
+TABLE_MODELS = [
+    {
+        k: m.get(k)
+        for k in ("name", "display_name", "group", "reasoning_only", "backend")
+    }
+    for m in config["models"]
+]
+def stats_outputs():
+    return [
+        "results/metrics/intervals.parquet",
+        *(
+            f"results/compare/{a}__vs__{b}.{ext}"
+            for a, b in COMPARE_PAIRS
+            for ext in ("parquet", "md")
+        ),
+    ]
+
+
+def plot_names():
+    names = ["cognition_balance", "by_difficulty"]
+    if IMAGE_TASKS_ON:
+        names = ["answer_vs_grounding", *names, "audit_gains"]
+    return names
+
+
+def plot_outputs():
+    return [
+        f"results/plots/{name}.{fmt}" for name in plot_names() for fmt in ("png", "svg")
+    ]
 
 
 def all_outputs():
-    return ["results/metrics/metrics.parquet", *table_outputs()]
+    return [
+        "results/stamp.json",
+        "results/metrics/metrics.parquet",
+        *table_outputs(),
+        "results/leaderboard.html",
+        *stats_outputs(),
+        *plot_outputs(),
+        *explorer_outputs(),
+    ]

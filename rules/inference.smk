@@ -7,6 +7,8 @@ rule infer:
         "results/responses/{model}/{task}.parquet",
     log:
         "results/logs/infer/{model}/{task}.log",
+    wildcard_constraints:
+        model=names_regex(UNSERVED_RUNS),
     conda:
         "../envs/dualcog.yaml"
     resources:

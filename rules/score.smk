@@ -1,6 +1,22 @@
+rule pairs:
+    input:
+        "results/benchmark/samples.parquet",
+    output:
+        "results/benchmark/pairs.parquet",
+    log:
+        "results/logs/pairs.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        version=SCORER_VERSION,
+    script:
+        "../scripts/pairs.py"
+
+
 rule score:
     input:
         samples="results/benchmark/samples.parquet",
+        pairs="results/benchmark/pairs.parquet",
         parsed="results/parsed/{model}.parquet",
     output:
         scores="results/scores/{model}.parquet",
@@ -17,7 +33,8 @@ rule score:
 
 rule collect_metrics:
     input:
-        expand("results/metrics/by_model/{model}.parquet", model=MODELS),
+        metrics=expand("results/metrics/by_model/{model}.parquet", model=MODELS),
+        stamp="results/stamp.json",
     output:
         "results/metrics/metrics.parquet",
     log:

@@ -73,12 +73,20 @@ def test_remove_reasoning_order_closed_blocks_before_orphans():
     ("text", "content"),
     [
         ('```json\n{"a":1}\n```', '{"a":1}\n'),
-        ('```\n{"a":1}\n```', '\n{"a":1}\n'),
-        ('```JSON {"a":1}```', ' {"a":1}'),  # content is stripped before parsing
-        ('```json{"a":1}```', '{"a":1}'),
-        ('```{"a":1}```', '{"a":1}'),
+        ('```\n{"a":1}\n```', '{"a":1}\n'),
+        # The info string is the rest of the opening line, whatever its characters.
+        ('```json.\n{"a":1}```', '{"a":1}'),
+        ('```1\n{"a":1}\n```', '{"a":1}\n'),
+        ('```c#\r\n{"a":1}\n```', '{"a":1}\n'),
+        ('``` {"a":0} ``` x\n{"a":1}\n```', '{"a":1}\n'),
+        # Without a line break after the opening backticks there is no fence.
+        ('```JSON {"a":1}```', None),
+        ('```json{"a":1}```', None),
+        ('```{"a":1}```', None),
+        ('```{"a":1}``` and ```', None),
         ("x ```json\n[1]\n``` y ```json\n[2]\n```", "[1]\n"),
         ('```json\n{"a":1}', None),
+        ("~~~json\n{}\n~~~", None),
         ("no fence", None),
     ],
 )
@@ -100,11 +108,16 @@ def test_balanced_object_nested_start_can_parse_when_outer_does_not():
 
 
 def test_over_deep_spans_are_skipped_for_the_first_that_parses():
-    nested = first_balanced_array("x " + "[" * 300 + "]" * 300)
+    nested = first_balanced_array("x " + "[" * 600 + "]" * 600)
     depth = 0
     while isinstance(nested, list) and nested:
         nested, depth = nested[0], depth + 1
-    assert depth == 199  # the outermost span of height <= 200, i.e. 200 levels, innermost []
+    assert depth == 511  # the outermost span of 512 levels or fewer; the innermost is []
+    nested = first_balanced_object("x " + '{"a":' * 600 + "1" + "}" * 600)
+    depth = 0
+    while isinstance(nested, dict):
+        nested, depth = nested["a"], depth + 1
+    assert (depth, nested) == (512, 1)
 
 
 def test_repeated_unclosed_tags():
@@ -466,12 +479,54 @@ def test_parse_run_conforms_to_the_parsed_schema(tmp_path):
     assert list(back.iloc[7]["answers"][0]["intervals"][0]) == [1.0, 2.0]
 
 
-def test_parse_run_ok_without_text_is_an_empty_answer():
-    samples, _ = _image_frames(["x"])
-    responses = pd.DataFrame({"sample_id": ["img000"], "raw_text": [None], "status": ["ok"]})
+def test_parse_run_null_text_is_no_response_and_empty_text_is_one():
+    samples, _ = _image_frames(["x", "y"])
+    responses = pd.DataFrame(
+        {"sample_id": ["img000", "img001"], "raw_text": [None, ""], "status": ["ok", "ok"]}
+    )
     frame, _ = parse_run(samples, responses)
-    assert frame["stage"].tolist() == ["invalid", "invalid", "invalid"]
-    assert frame["option_reason"].tolist()[:2] == ["no_json_object", "no_json_object"]
+    assert frame["stage"].tolist() == ["missing"] * 3 + ["invalid"] * 3
+    assert frame["option_reason"].tolist()[3:5] == ["no_json_object", "no_json_object"]
+
+
+@pytest.mark.parametrize(
+    ("status", "request_status", "is_response"),
+    [
+        ("ok", None, True),
+        (" OK\n", None, True),
+        ("Ok", "ok", True),
+        (None, "ok", True),
+        (None, None, True),  # neither field carried
+        ("ok", "error", False),
+        ("error", "ok", False),
+        ("okay", None, False),
+        ("", None, False),
+        (1, None, False),
+        (True, None, False),
+    ],
+)
+def test_parse_run_reads_every_status_field(status, request_status, is_response):
+    samples, _ = _image_frames(["x"])
+    responses = pd.DataFrame(
+        {
+            "sample_id": ["img000"],
+            "raw_text": ['{"answer_option_id":"A"}'],
+            "status": pd.Series([status], dtype=object),
+            "request_status": pd.Series([request_status], dtype=object),
+        }
+    )
+    frame, _ = parse_run(samples, responses)
+    assert (frame["stage"].iloc[0] != "missing") == is_response
+
+
+def test_parse_run_large_count_is_stored_saturated():
+    samples = pd.DataFrame({"sample_id": ["v"], "task": "landmark_visibility", "options": [None]})
+    raw = '{"visible_count":' + "9" * 30 + ',"visible_intervals_sec":[]}'
+    responses = pd.DataFrame({"sample_id": ["v"], "raw_text": [raw], "status": ["ok"]})
+    frame, _ = parse_run(samples, responses)
+    assert frame["count_valid"].tolist() == [True, True]
+    assert frame["visible_count"].tolist() == [2**63 - 1] * 2
+    assert to_table(frame, PARSED).num_rows == 2
 
 
 def test_parse_run_without_responses_and_unknown_tasks():

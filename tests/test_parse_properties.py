@@ -96,7 +96,7 @@ def test_video_parsers_never_raise_and_are_deterministic(raw):
     for result in visibility:
         assert result.stage in PARSE_STAGES
         assert (result.count_reason is None) == result.count_valid
-        assert result.visible_count is None or 0 <= result.visible_count < 2**63
+        assert result.visible_count is None or 0 <= result.visible_count
 
 
 # --- strict-valid responses -----------------------------------------------------------------
@@ -197,7 +197,7 @@ def test_strict_valid_behavior_gives_identical_compatible_result(items, pad):
 
 
 @SETTINGS
-@given(st.integers(min_value=0, max_value=2**63 - 1), st.lists(interval, max_size=4), padding)
+@given(st.integers(min_value=0), st.lists(interval, max_size=4), padding)
 def test_strict_valid_visibility_gives_identical_compatible_result(count, intervals, pad):
     raw = pad + json.dumps({"visible_count": count, "visible_intervals_sec": intervals}) + pad
     strict, compatible = parse_visibility_modes(raw)

@@ -51,16 +51,37 @@ def test_json_whitespace_around_value_is_allowed():
 
 
 def test_nesting_limit_is_explicit_and_independent_of_the_call_stack():
-    assert loads_json("[" * 200 + "]" * 200) is not NOT_JSON
-    assert loads_json("[" * 201 + "]" * 201) is NOT_JSON
-    assert loads_json('{"a":' * 201 + "1" + "}" * 201) is NOT_JSON
+    # At 512 levels or fewer depth never makes a text invalid; deeper fails (docs/protocol.md).
+    assert loads_json("[" * 512 + "]" * 512) is not NOT_JSON
+    assert loads_json("[" * 513 + "]" * 513) is NOT_JSON
+    assert loads_json('{"a":' * 512 + "1" + "}" * 512) is not NOT_JSON
+    assert loads_json('{"a":' * 513 + "1" + "}" * 513) is NOT_JSON
+    # Arrays and objects count together.
+    assert loads_json('[{"a":' * 256 + "1" + "}]" * 256) is not NOT_JSON
+    assert loads_json("[" + '[{"a":' * 256 + "1" + "}]" * 256 + "]") is NOT_JSON
     # Brackets inside strings do not count.
-    assert loads_json(json.dumps({"note": "[" * 500})) == {"note": "[" * 500}
+    assert loads_json(json.dumps({"note": "[" * 5000})) == {"note": "[" * 5000}
+
+
+def _at_stack_depth(frames: int, func, *args):
+    return func(*args) if frames == 0 else _at_stack_depth(frames - 1, func, *args)
+
+
+def test_512_levels_parse_even_from_deep_in_the_call_stack():
+    text = "[" * 512 + "]" * 512
+    assert _at_stack_depth(700, loads_json, text) == loads_json(text)
+    raw = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,0.5,0.5],"x":' + text + "}"
+    assert _at_stack_depth(700, parse_image_strict, raw, OFFERED).stage == "invalid"
+    inner = '{"answer_option_id":"A","x":' + "[" * 510 + "]" * 510 + "}"
+    assert _at_stack_depth(700, parse_image_strict, inner, OFFERED).option_valid
 
 
 def test_deep_nesting_and_huge_integers_do_not_raise():
     assert loads_json("[" * 100_000 + "]" * 100_000) is NOT_JSON
-    assert loads_json("1" * 5000) is NOT_JSON  # beyond Python's int digit limit
+    assert loads_json("{" * 100_000) is NOT_JSON
+    # An integer of any size is an integer (past Python's 4,300-digit guard too).
+    assert loads_json("1" * 5000) == int("1" * 2500) * 10**2500 + int("1" * 2500)
+    assert loads_json("-" + "9" * 9000) == -(10**9000 - 1)
 
 
 # --- image ----------------------------------------------------------------------------------

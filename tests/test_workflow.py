@@ -105,8 +105,11 @@ def test_oracle_scores_100_everywhere(demo_run: Path) -> None:
     imperfect = oracle[oracle["value"] != 1.0]
     assert imperfect.empty, imperfect.to_string()
     image = pd.read_csv(demo_run / "results" / "tables" / "image_main.csv", index_col="run")
-    values = image.drop(columns=["Group", "Model"])
+    coverage = [c for c in image.columns if c.endswith("Coverage")]
+    values = image.drop(columns=["Group", "Model", "Responses", "Expected", *coverage])
     assert (values.loc["oracle"] == 1.0).all()
+    assert (image.loc["oracle", coverage] == 1.0).all() and len(coverage) == 4
+    assert image.loc["oracle", "Responses"] == image.loc["oracle", "Expected"] == 64
     assert values.shape[1] == 4 * 3 + 4
 
 
@@ -154,7 +157,11 @@ def test_changing_one_model_reruns_only_that_model(demo_run: Path) -> None:
     infer_tasks = {w["task"] for rule, w in jobs if rule == "infer"}
     assert len(infer_tasks) == 6
     rules = {rule for rule, _ in jobs}
-    assert rules == {"infer", "parse", "score", "collect_metrics", "tables", "all"}
+    # stamp: the model's settings digest changed; explorer: that model's page only.
+    assert rules == {
+        "infer", "parse", "score", "collect_metrics", "tables", "leaderboard",
+        "intervals", "collect_intervals", "plots", "stamp", "explorer", "all",
+    }  # fmt: skip
 
 
 def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_run: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import fnmatch
 import hashlib
 import json
-import re
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import jsonschema
 import yaml
 
 from dualcog.errors import ConfigError
+from dualcog.routes import env_reference, read_routes_file, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "config.schema.yaml"
@@ -28,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
         "store": "results/media/store",
     },
     "tables": {"formats": ["csv", "md"]},
+    "bootstrap": {"replicates": 1000, "seed": 0, "level": 0.95},
+    "compare": [],
 }
 MODEL_DEFAULTS: dict[str, Any] = {
     "group": "baseline",
@@ -68,9 +72,20 @@ NON_ANSWER_KEYS = frozenset(
         "progress_every_s",
         "notes",
         "description",
+        # where a run is sent from and how it is grouped, not what it is asked
+        "channel",
+        "route",
     }
 )
-_ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+# Parts of a `serve:` block that can change answers (the weights and the server's options);
+# ports, GPUs and timeouts cannot.
+SERVE_ANSWER_KEYS = ("model", "args")
+SELECT_KEYS = ("group", "channel", "family", "backend")
+MISSING_DATA_ROOT = (
+    "no `data_root`: say where the released benchmark is (data_root: /path/to/UAV-DualCog). "
+    "A config given with --configfile is used on its own; it does not inherit the demo's "
+    "settings from config/config.yaml (see docs/configuration.md)"
+)
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
@@ -94,34 +109,99 @@ def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> s
 
 
 def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
-    """Validate against the JSON schema and return a copy with defaults filled in."""
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"- {_location(e, config)}: {e.message}" for e in errors[:20]]
-        raise ConfigError(f"invalid configuration in {source}:\n" + "\n".join(lines))
+    """Validate against the JSON schema and return a copy with defaults and routes filled in."""
+    if isinstance(config, Mapping) and "data_root" not in config:
+        raise ConfigError(f"invalid configuration in {source}: {MISSING_DATA_ROOT}")
+    schema = load_schema()
+    _check(schema, config, config, source)
     merged = copy.deepcopy(DEFAULTS)
     for key, value in config.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = copy.deepcopy(value)
+    variable = env_reference(merged["data_root"])
+    if variable and variable in os.environ:
+        merged["data_root"] = os.environ[variable]
+    routes, routes_source = load_routes(merged)
     names: set[str] = set()
     models = []
     for model in merged["models"]:
         if model["name"] in names:
             raise ConfigError(f"invalid configuration in {source}: model {model['name']!r} twice")
         names.add(model["name"])
-        key = model.get("api_key")
-        if key and key != "EMPTY" and not _ENV_REFERENCE.match(key):
-            raise ConfigError(
-                f"invalid configuration in {source}: models ({model['name']}).api_key must be "
-                "'${VAR}' (read from the environment) or 'EMPTY'; literal keys are refused so "
-                "that they never reach results or logs"
-            )
-        models.append({**MODEL_DEFAULTS, **model})
-    merged["models"] = models
+        try:
+            resolved = resolve_model(model, routes, routes_source)
+        except ConfigError as error:
+            raise ConfigError(f"invalid configuration in {source}: {error}") from None
+        _check_key(resolved, model, source, routes_source)
+        models.append({**MODEL_DEFAULTS, **resolved})
+    # A route value still `${VAR}` here names an unset variable: the preflight reports it.
+    _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
+    merged["models"] = select_models(models, merged.get("select"), source)
     return merged
+
+
+def select_models(
+    models: list[dict[str, Any]], patterns: list[str] | None, source: str
+) -> list[dict[str, Any]]:
+    """The models matching any `select` pattern: a glob over run names, or `key:value` for
+    `group`, `channel`, `family` or `backend` (e.g. `channel:local`). None keeps all."""
+    if not patterns:
+        return models
+    chosen = []
+    for pattern in patterns:
+        if not any(_selects(pattern, model) for model in models):
+            raise ConfigError(
+                f"invalid configuration in {source}: select {pattern!r} matches no model"
+            )
+    for model in models:
+        if any(_selects(pattern, model) for pattern in patterns):
+            chosen.append(model)
+    return chosen
+
+
+def _selects(pattern: str, model: Mapping[str, Any]) -> bool:
+    key, sep, value = pattern.partition(":")
+    if sep and key in SELECT_KEYS:
+        return str(model.get(key)) == value
+    return fnmatch.fnmatchcase(str(model["name"]), pattern)
+
+
+def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if unset_ok:
+        errors = [e for e in errors if not env_reference(e.instance)]
+    if errors:
+        lines = [f"- {_location(e, config)}: {e.message}" for e in errors[:20]]
+        raise ConfigError(f"invalid configuration in {source}:\n" + "\n".join(lines))
+
+
+def _check_key(
+    resolved: Mapping[str, Any], model: Mapping[str, Any], source: str, routes_source: str
+) -> None:
+    key = resolved.get("api_key")
+    if key and key != "EMPTY" and not env_reference(key):
+        where = source if model.get("api_key") else f"its route in {routes_source}"
+        raise ConfigError(
+            f"invalid configuration in {where}: models ({resolved['name']}).api_key must be "
+            "'${VAR}' (read from the environment) or 'EMPTY'; literal keys are refused so "
+            "that they never reach results or logs"
+        )
+
+
+def load_routes(config: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]] | None, str]:
+    """Routes of `routes_file` overlaid by inline `routes:` (None when neither is given)."""
+    routes: dict[str, dict[str, Any]] | None = None
+    sources = []
+    if config.get("routes_file"):
+        routes = read_routes_file(config["routes_file"])
+        sources.append(str(config["routes_file"]))
+    if config.get("routes"):
+        routes = {**(routes or {}), **copy.deepcopy(dict(config["routes"]))}
+        sources.append("the config's routes")
+    return routes, " and ".join(sources) or "no routes"
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -145,7 +225,11 @@ def model_tasks(config: Mapping[str, Any], model: Mapping[str, Any]) -> list[str
 
 def answer_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """The model settings that can change its answers (no secrets, no throughput knobs)."""
-    return {k: v for k, v in sorted(model.items()) if k not in NON_ANSWER_KEYS}
+    settings = {k: v for k, v in sorted(model.items()) if k not in NON_ANSWER_KEYS}
+    if isinstance(settings.get("serve"), Mapping):
+        serve = settings["serve"]
+        settings["serve"] = {k: serve[k] for k in SERVE_ANSWER_KEYS if k in serve}
+    return settings
 
 
 def model_fingerprint(model: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -84,10 +85,9 @@ def find_manifests(data_root: str | Path) -> list[ManifestFile]:
     if not root.is_dir():
         raise DataError("data root is not a folder", file=str(root))
     found: list[ManifestFile] = []
-    for modality, (parent, child) in (("image", IMAGE_MANIFEST_DIR), ("video", VIDEO_MANIFEST_DIR)):
-        for folder in sorted(root.glob(f"**/{parent}/{child}")):
-            if not folder.is_dir():
-                continue
+    folders = _manifest_folders(root)
+    for modality, layout in (("image", IMAGE_MANIFEST_DIR), ("video", VIDEO_MANIFEST_DIR)):
+        for folder in sorted(folders[layout]):
             files = sorted(p for p in folder.glob("*.json") if p.is_file())
             latest = [p for p in files if p.name.endswith(LATEST_SUFFIX)]
             chosen = list(latest)
@@ -110,6 +110,20 @@ def find_manifests(data_root: str | Path) -> list[ManifestFile]:
             "*/video_tasks/datasets/*.json)",
             file=str(root),
         )
+    return found
+
+
+def _manifest_folders(root: Path) -> dict[tuple[str, str], list[Path]]:
+    """Every `**/image_tasks/manifests` and `**/video_tasks/datasets` folder under `root`,
+    found in one walk of the tree (the DAG is built from them on every Snakemake call, and
+    a benchmark holds thousands of media files)."""
+    layouts = (IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR)
+    found: dict[tuple[str, str], list[Path]] = {layout: [] for layout in layouts}
+    for folder, subfolders, _ in os.walk(root, followlinks=True):
+        here = Path(folder)
+        for layout in layouts:
+            if here.name == layout[0] and layout[1] in subfolders:
+                found[layout].append(here / layout[1])
     return found
 
 
@@ -254,6 +268,19 @@ class _SampleReader:
         return result
 
 
+def _gold_id_set(reader: _SampleReader, gold_option: str) -> list[str]:
+    """Legacy scoring's gold ids: `answer_option_ids` stripped, empties dropped, else the one."""
+    listed = reader.raw.get("answer_option_ids")
+    if listed is None:
+        return [gold_option]
+    if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
+        raise reader.fail(
+            f"expected a list of option id strings, got {listed!r}", "answer_option_ids"
+        )
+    ids = list(dict.fromkeys(item.strip() for item in listed if item.strip()))
+    return ids or [gold_option]
+
+
 def _context_index(reader: _SampleReader) -> int:
     match = _CONTEXT_INDEX.search(reader.sample_id)
     if not match:
@@ -294,6 +321,7 @@ class _Ingestor:
         reference = self.media(reader, "reference", "reference_image_with_bbox", manifest.scene_dir)
         gold_option = reader.text("answer_option_id")
         gold_bbox = reader.box(reader.raw["answer_bbox_xyxy_norm"], "answer_bbox_xyxy_norm")
+        released_bbox = list(gold_bbox)
         candidates: list[dict] | None = None
         if task_type == "self_what":
             raw_candidates = reader.raw["candidates"]
@@ -359,6 +387,8 @@ class _Ingestor:
             "context_slot": (context_index - 1) // 2,
             "gold_option_id": gold_option,
             "gold_bbox": gold_bbox,
+            "gold_option_ids": _gold_id_set(reader, gold_option),
+            "answer_bbox": released_bbox,
             "candidates": candidates,
         }
 

@@ -165,31 +165,61 @@ def prepare_video_frames(
     count: int,
     settings: ImageSettings,
 ) -> PreparedFrames:
-    """Sample `count` frames uniformly (nearest decoded frame to each target time)."""
-    import av
+    """Sample `count` frames uniformly (nearest decoded frame to each target time).
+
+    A first decoding pass reads the frame times; a second converts only the chosen frames.
+    """
 
     base = _key(file_digest(source), VIDEO_SETTINGS_VERSION, f"frames{count}", settings.tag())
-    with av.open(str(source)) as container:
-        stream = container.streams.video[0]
-        decoded: list[tuple[float, Image.Image]] = []
-        for frame in container.decode(stream):
-            pts = frame.pts if frame.pts is not None else 0
-            decoded.append((float(Fraction(pts) * stream.time_base), frame.to_image()))
-    if not decoded:
+    times = _frame_times(source)
+    if not times:
         raise ValueError(f"{source}: no decodable video frames")
-    start = decoded[0][0]
-    times = [t - start for t, _ in decoded]
     wanted = uniform_frame_times(times[-1], count)
-    keys, stamps = [], []
-    for i, target_time in enumerate(wanted):
-        nearest = min(range(len(times)), key=lambda j: (abs(times[j] - target_time), j))
-        key = _key(base, str(i))
+    chosen = [
+        min(range(len(times)), key=lambda j: (abs(times[j] - target_time), j))
+        for target_time in wanted
+    ]
+    keys = [_key(base, str(i)) for i in range(len(chosen))]
+    needed = {
+        j for j, key in zip(chosen, keys, strict=True) if not store_path(store, key, "jpg").exists()
+    }
+    images = _decoded_images(source, needed)
+    for j, key in zip(chosen, keys, strict=True):
         path = store_path(store, key, "jpg")
         if not path.exists():
-            _write_atomic(path, encode_image(decoded[nearest][1], settings))
-        keys.append(key)
-        stamps.append(round(times[nearest], 3))
-    return PreparedFrames(str(source), keys, stamps)
+            _write_atomic(path, encode_image(images[j], settings))
+    return PreparedFrames(str(source), keys, [round(times[j], 3) for j in chosen])
+
+
+def _frame_times(source: str | Path) -> list[float]:
+    """Presentation time of every decoded frame, relative to the first one."""
+    import av
+
+    with av.open(str(source)) as container:
+        stream = container.streams.video[0]
+        stamps = [
+            float(Fraction(frame.pts if frame.pts is not None else 0) * stream.time_base)
+            for frame in container.decode(stream)
+        ]
+    return [t - stamps[0] for t in stamps] if stamps else []
+
+
+def _decoded_images(source: str | Path, indices: set[int]) -> dict[int, Image.Image]:
+    """The frames at these decode positions as images; only those are converted, and
+    decoding stops after the last one (converting a frame costs ~8x decoding it)."""
+    import av
+
+    images: dict[int, Image.Image] = {}
+    if not indices:
+        return images
+    last = max(indices)
+    with av.open(str(source)) as container:
+        for j, frame in enumerate(container.decode(container.streams.video[0])):
+            if j in indices:
+                images[j] = frame.to_image()
+            if j >= last:
+                break
+    return images
 
 
 def missing_media(store: str | Path, keys: Sequence[str], kinds: Sequence[str]) -> list[str]:

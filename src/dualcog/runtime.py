@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -39,7 +40,12 @@ def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
     except Exception:
         log.exception("rule %s failed", getattr(snakemake, "rule", "?"))
         raise
-    log.info("done in %.1f s", time.perf_counter() - started)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    log.info(
+        "done in %.1f s (process CPU %.2f s, start-up and imports included)",
+        time.perf_counter() - started,
+        usage.ru_utime + usage.ru_stime,
+    )
 
 
 def progress_logger(prefix: str) -> Callable[[str], None]:

@@ -64,6 +64,10 @@ SAMPLES = pa.schema(
         ("context_slot", pa.int32()),
         ("gold_option_id", pa.string()),
         ("gold_bbox", BOX),
+        # Legacy scoring (docs/protocol.md): the gold id set (`answer_option_ids` stripped,
+        # empties dropped, else [gold_option_id]) and `answer_bbox_xyxy_norm` as released.
+        ("gold_option_ids", pa.list_(pa.string())),
+        ("answer_bbox", BOX),
         ("candidates", pa.list_(CANDIDATE)),  # future_observation only
         # video tasks
         ("mission_id", pa.string()),
@@ -166,13 +170,25 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     for name in schema.names:
         if name not in frame.columns:
             frame[name] = None
+        elif pa.types.is_nested(schema.field(name).type) and frame[name].isna().all():
+            frame[name] = None  # all missing (e.g. no task has candidates): pandas made it float
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
-def write_table(frame: pd.DataFrame | pa.Table, schema: pa.Schema, path: str | Path) -> None:
-    """Write a typed Parquet artifact atomically (temp file then rename)."""
+def write_table(
+    frame: pd.DataFrame | pa.Table,
+    schema: pa.Schema,
+    path: str | Path,
+    metadata: dict[bytes, bytes] | None = None,
+) -> None:
+    """Write a typed Parquet artifact atomically (temp file then rename).
+
+    `metadata` is added to the file's schema metadata (e.g. the result stamp).
+    """
     table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
     table = table.select(schema.names).cast(schema)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

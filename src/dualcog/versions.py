@@ -1,7 +1,12 @@
 """Versions of each stage's logic; rules pass them as params, so a bump reruns that stage."""
 
-INGEST_VERSION = "ingest-1"
+PROTOCOL_REVISION = "2.2"  # revision of the evaluation contract implemented (docs/protocol.md)
+
+INGEST_VERSION = "ingest-2"
 RENDER_VERSION = "render-1"
-PARSER_VERSION = "parse-1"
-SCORER_VERSION = "score-1"
-TABLES_VERSION = "tables-1"
+PARSER_VERSION = "parse-2"
+SCORER_VERSION = "score-2"
+TABLES_VERSION = "tables-2"
+STATS_VERSION = "stats-1"
+PLOTS_VERSION = "plots-1"
+EXPLORER_VERSION = "explorer-1"

@@ -1,7 +1,7 @@
 """`replay` backend: raw responses read from files (ours, or the authors' `responses.jsonl`).
 
-PROTOCOL §10: rows are in completion order and a resumed run appends, so the last row whose
-status is ok is the response; rows that are not ok are not responses.
+Rows are in completion order and a resumed run appends, so the last row that is a response
+is the one used; which rows are responses is `dualcog.parsing.sources` (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
 from dualcog.inference.common import ProgressFn, as_list, is_missing, response_row
-
-STATUS_FIELDS = ("status", "request_status")
+from dualcog.parsing.sources import record_is_response
 
 
 def replay_paths(model: Mapping[str, Any]) -> list[Path]:
@@ -64,10 +63,8 @@ def read_source(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _record_is_ok(record: Mapping[str, Any]) -> bool:
-    for field in STATUS_FIELDS:
-        if field in record and record[field] is not None:
-            return str(record[field]).lower() == "ok" and record.get("raw_text") is not None
-    return record.get("raw_text") is not None
+    # The §10 row rule: every carried status field `ok` (trimmed, any case), text a string.
+    return record_is_response(record)
 
 
 def _optional_number(value: Any, kind: type) -> Any:

@@ -5,10 +5,11 @@ Reason codes (short, machine-readable) used when a field is invalid:
 (the value is not an object, or an array that is not one object), `key_absent`, `not_string`,
 `not_offered`, `not_4_numbers`, `non_finite`, `out_of_range`, `reversed_corners` (strict),
 `degenerate`, `ambiguous_scale`, `not_integer`, `negative`, `not_list`, `item_not_object`,
-`item_key_absent`, `option_ids_not_single`, `not_interval_pairs`, and for legacy `no_letter`,
-`no_box`.
+`item_key_absent`, `option_ids_not_single`, `not_interval_pairs`, for legacy `no_letter`,
+`no_box`, and in every mode `too_long` (the text is over MAX_RESPONSE_CHARS).
 
-Stored values: `bbox` keeps the numbers as far as they were processed (scaled, reordered)
+Stored values: a valid `visible_count` beyond the int64 column is stored as 2**63 - 1
+(see parsing.table). `bbox` keeps the numbers as far as they were processed (scaled, reordered)
 even when the box is invalid, for the audit; consumers must gate on `bbox_valid`. Answers,
 counts and intervals are stored only when valid.
 """
@@ -21,7 +22,11 @@ from functools import lru_cache
 from typing import Any
 
 MISSING = "missing_response"
-INT64_MAX = 2**63 - 1
+TOO_LONG = "too_long"
+# A response longer than this many characters (code points) is not parsed: every field is
+# invalid with reason `too_long`, in every mode. Far beyond any 2,048-token answer, and keeps
+# the cost of one response bounded whatever it holds (docs/decisions.md).
+MAX_RESPONSE_CHARS = 262_144
 
 
 @dataclass(slots=True)
@@ -75,6 +80,20 @@ class VisibilityParse:
 
 def missing_image(run_scale: str | None = None) -> ImageParse:
     return ImageParse("missing", [], False, MISSING, None, False, MISSING, False, False, run_scale)
+
+
+def too_long_image(run_scale: str | None = None) -> ImageParse:
+    return ImageParse(
+        "invalid", [], False, TOO_LONG, None, False, TOO_LONG, False, False, run_scale
+    )
+
+
+def too_long_behavior() -> BehaviorParse:
+    return BehaviorParse("invalid", None, False, TOO_LONG)
+
+
+def too_long_visibility() -> VisibilityParse:
+    return VisibilityParse("invalid", None, False, TOO_LONG, None, False, TOO_LONG)
 
 
 def missing_behavior() -> BehaviorParse:
@@ -244,12 +263,11 @@ def compatible_intervals(value: Any) -> tuple[list[list[float]] | None, str | No
 
 
 def strict_count(value: Any) -> tuple[int | None, str | None]:
+    """An integer >= 0 of any size (a huge count is valid, and wrong)."""
     if type(value) is not int:
         return None, "not_integer"
     if value < 0:
         return None, "negative"
-    if value > INT64_MAX:
-        return None, "out_of_range"
     return value, None
 
 

@@ -1,14 +1,17 @@
-"""Text-level JSON recovery shared by the parse modes (PROTOCOL §3, §3.2 stages 0–3).
+"""Text-level JSON recovery shared by the parse modes (docs/protocol.md, parsing stages 0–3).
 
 Everything here is pure string work: RFC 8259 loading, reasoning-tag removal, the first
 markdown fence, and the first balanced `{…}` / `[…]` that parses. No function raises on any
-input text.
+input text, at any nesting depth.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 
@@ -24,49 +27,87 @@ class _NotJson:
 NOT_JSON: Any = _NotJson()
 
 
+class _RejectedConstant(ValueError):
+    pass
+
+
 def _reject_constant(name: str) -> Any:
     # RFC 8259 has no NaN / Infinity tokens; Python's json accepts them unless told not to.
-    raise ValueError(f"non-RFC-8259 constant {name}")
+    raise _RejectedConstant(f"non-RFC-8259 constant {name}")
+
+
+# Python refuses to turn more than 4,300 digits into an int (a guard against slow
+# conversions); the protocol has no size limit on integers, so such literals are converted
+# in halves, each below the guard. The text cap (`MAX_PARSE_CHARS`) bounds the cost.
+_INT_DIGITS_AT_ONCE = 4000
+
+
+def _digits_to_int(digits: str) -> int:
+    if len(digits) <= _INT_DIGITS_AT_ONCE:
+        return int(digits)
+    low = len(digits) // 2
+    return _digits_to_int(digits[:-low]) * 10**low + _digits_to_int(digits[-low:])
+
+
+def int_of_any_size(literal: str) -> int:
+    """A JSON integer literal (optional `-`, digits) as an exact int, whatever its length."""
+    if literal.startswith("-"):
+        return -_digits_to_int(literal[1:])
+    return _digits_to_int(literal)
 
 
 # Python's decoder already lets the last duplicate key win and rejects control characters
 # inside strings (strict=True), which is what RFC 8259 parsing means for this protocol.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
+# The same rules, for the rare text holding an integer literal beyond Python's digit guard.
+_BIG_INT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=int_of_any_size)
 _SCAN_ONCE = _DECODER.scan_once
+_BIG_INT_SCAN_ONCE = _BIG_INT_DECODER.scan_once
 _JSON_WHITESPACE = " \t\n\r"
 
-# Decision: a value nested deeper than this is treated as not parsing. Python's own limit is
-# a RecursionError whose depth depends on the caller's stack, which would make the result
-# depend on where the parser is called from.
-MAX_JSON_DEPTH = 200
+# --- nesting depth --------------------------------------------------------------------------
+
+# A value nested deeper than this (arrays and objects together) does not parse in strict and
+# compatible mode; at this depth or less, depth never makes a text invalid.
+MAX_JSON_DEPTH = 512
+# Below this many brackets a text cannot come near the interpreter's recursion limit.
+_SHALLOW_BRACKETS = 100
 
 # A JSON string (backslash escapes honoured; an unterminated one runs to the end of the text).
 _STRING = r'"(?:[^"\\]+|\\.)*(?:"|\\?\Z)'
-_NESTING_TOKENS = re.compile(_STRING + r"|[\[\]{}]", re.DOTALL)
+_STRING_RE = re.compile(_STRING, re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 
 
-def _too_deep(text: str) -> bool:
-    # Counting brackets is C-speed; only texts with many of them get the string-aware scan.
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
-        return False
-    depth = 0
-    for match in _NESTING_TOKENS.finditer(text):
-        char = text[match.start()]
-        if char == "[" or char == "{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        elif char == "]" or char == "}":
-            depth -= 1
-    return False
+def json_depth(text: str) -> int:
+    """Deepest bracket nesting outside JSON strings, as a JSON scanner would meet it.
+
+    Up to the first error, a scanner is exactly this deep; past it, it has stopped. Done with
+    C-speed substitutions and `accumulate`, so a megabyte of brackets costs milliseconds.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING_RE.sub("", text))
+    return max(0, max(accumulate(map(_BRACKET_STEP, brackets)), default=0))
 
 
-def loads_json(text: str) -> Any:
-    """Parse `text` as exactly one RFC 8259 JSON value, or return NOT_JSON."""
-    if _too_deep(text):
-        return NOT_JSON
+def call_with_depth_headroom(depth: int, func: Callable[[str], Any], text: str) -> Any:
+    """`func(text)` with room for `depth` nested C-level calls above the current stack.
+
+    Python's decoder recurses once per nesting level and counts those calls against the
+    recursion limit together with the caller's frames, so whether a deep text parses would
+    otherwise depend on where the parser is called from.
+    """
+    if depth < _SHALLOW_BRACKETS:
+        return func(text)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + depth + 50)
+    try:
+        return func(text)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _loads_rfc(text: str) -> Any:
     try:
         if text and text[0] not in _JSON_WHITESPACE:
             # What JSONDecoder.decode does, minus its Python-level whitespace handling.
@@ -75,10 +116,45 @@ def loads_json(text: str) -> Any:
                 return value
             return NOT_JSON
         return _DECODER.decode(text)
-    except (ValueError, RecursionError, StopIteration):
-        # ValueError covers JSONDecodeError, rejected constants and over-long integers;
+    except (json.JSONDecodeError, _RejectedConstant, RecursionError, StopIteration):
         # StopIteration is the scanner's "no value here".
         return NOT_JSON
+    except ValueError:
+        # An integer literal beyond Python's digit guard: parse again without the guard.
+        pass
+    try:
+        return _BIG_INT_DECODER.decode(text)
+    except (ValueError, RecursionError):
+        return NOT_JSON
+
+
+def loads_json(text: str) -> Any:
+    """Parse `text` as exactly one RFC 8259 JSON value, or return NOT_JSON."""
+    if text.count("[") + text.count("{") <= _SHALLOW_BRACKETS:
+        return _loads_rfc(text)
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        return NOT_JSON
+    return call_with_depth_headroom(depth, _loads_rfc, text)
+
+
+def _scan_span(text: str) -> tuple[Any, int]:
+    """(value, -1), or (NOT_JSON, position of the first error, or -1 when unknown)."""
+    try:
+        value, end = _SCAN_ONCE(text, 0)
+    except json.JSONDecodeError as error:
+        return NOT_JSON, error.pos
+    except (_RejectedConstant, RecursionError, StopIteration):
+        return NOT_JSON, -1
+    except ValueError:
+        # An integer literal beyond Python's digit guard: parse again without the guard.
+        try:
+            value, end = _BIG_INT_SCAN_ONCE(text, 0)
+        except json.JSONDecodeError as error:
+            return NOT_JSON, error.pos
+        except (ValueError, RecursionError, StopIteration):
+            return NOT_JSON, -1
+    return (value, -1) if end == len(text) else (NOT_JSON, -1)
 
 
 # --- stage 0: reasoning removal -------------------------------------------------------------
@@ -93,14 +169,17 @@ _THROUGH_LAST_CLOSE = re.compile(r".*</(?:think|reasoning)>", re.IGNORECASE | re
 
 
 def remove_reasoning(text: str) -> str:
-    """PROTOCOL §3.2 stage 0: (a) closed blocks, (b) an unclosed opener, (c) orphan closers.
+    """Stage 0: (a) closed blocks, then (b) an unclosed opener, then (c) orphan closers.
 
     Deliberately blind to JSON strings: a tag inside a string value is removed like any other.
+    (a) is defined as one left-to-right regular-expression substitution of
+    `<(think|reasoning)>.*?</\\1>`. That substitution is quadratic on a text of many unclosed
+    openers, so (a) is done by a scan that stops at the first opener without a closer: every
+    later block would be removed by the substitution too, but (b) then cuts at that opener
+    anyway, so the result is the same (tests compare the two on random texts).
     """
     if "<" not in text:
         return text
-    # (a) left to right, each block ends at the first closing tag of its own name (no
-    # nesting). An opener without such a closer survives (a), so (b) cuts there: stop.
     kept: list[str] = []
     position = 0
     while True:
@@ -111,10 +190,12 @@ def remove_reasoning(text: str) -> str:
         closer = _REASONING_CLOSE[opener.group(1).lower()].search(text, opener.end())
         kept.append(text[position : opener.start()])
         if closer is None:
+            # Keep the opener: (b) below cuts there, or earlier at one formed by a join.
+            kept.append(opener.group(0))
             break
         position = closer.end()
     text = "".join(kept)
-    # (b) an opener still present (formed where removed blocks joined) is unclosed too.
+    # (b) works on what (a) left: the first opener there is unclosed, whatever follows it.
     opener = _REASONING_OPEN.search(text)
     if opener is not None:
         text = text[: opener.start()]
@@ -127,24 +208,26 @@ def remove_reasoning(text: str) -> str:
 
 # --- stage 2: first closed markdown fence ---------------------------------------------------
 
-_FENCE = re.compile(r"```(.*?)```", re.DOTALL)
-# An info string ("json", "JSON5", "python") directly after the opening backticks, ended by
-# the line end or directly followed by the JSON value on the same line.
-_FENCE_LANG = re.compile(r"[ \t]*[A-Za-z][\w+.#-]*(?:[ \t]*(?:\r?\n|\Z)|(?=[ \t]*[{\[]))")
-
 
 def first_fence_content(text: str) -> str | None:
-    """Content of the first closed ``` fence, its language tag removed; None if no fence."""
-    if "```" not in text:
+    """Content of the first closed ``` fence, or None when the text has none.
+
+    An opening fence is three backticks and the rest of that line (the info string, whatever
+    it holds); the content runs from the next line to the next three backticks. Equivalent to
+    the leftmost match of ```` ```[^\\n]*\\n(.*?)``` ```` (DOTALL): if the first backticks
+    have no line break after them, or no backticks after that line break, no later opener
+    has either. Three `find` calls keep this linear on any text.
+    """
+    opener = text.find("```")
+    if opener == -1:
         return None
-    match = _FENCE.search(text)
-    if match is None:
+    line_end = text.find("\n", opener + 3)
+    if line_end == -1:
         return None
-    content = match.group(1)
-    lang = _FENCE_LANG.match(content)
-    if lang is not None:
-        content = content[lang.end() :]
-    return content
+    closer = text.find("```", line_end + 1)
+    if closer == -1:
+        return None
+    return text[line_end + 1 : closer]
 
 
 # --- stage 3: first balanced span that parses -----------------------------------------------
@@ -152,6 +235,17 @@ def first_fence_content(text: str) -> str | None:
 # Tokens that matter for balance: a JSON string or one bracket of the kind being matched.
 _OBJECT_TOKENS = re.compile(_STRING + r"|[{}]", re.DOTALL)
 _ARRAY_TOKENS = re.compile(_STRING + r"|[\[\]]", re.DOTALL)
+# Only these openers can begin a JSON object or array: `{}` or a key, colon and the first
+# character of a value; `[` and a value or `]`. Skipping the others changes no result and
+# keeps prose full of brackets cheap. (Key strings of different openers cannot overlap, so
+# the look-aheads stay linear in total.)
+_VALUE_START = r'[-0-9"\[{tfn]'
+_WS = r"[ \t\n\r]*"
+_OBJECT_START = re.compile(
+    r"\{(?=" + _WS + r'(?:\}|"(?:[^"\\]|\\.)*"' + _WS + ":" + _WS + _VALUE_START + "))",
+    re.DOTALL,
+)
+_ARRAY_START = re.compile(r"\[(?=" + _WS + r"(?:\]|" + _VALUE_START + "))")
 
 
 def _closing_positions(
@@ -160,8 +254,8 @@ def _closing_positions(
     """Scan from the opener at `start`; map every opener met to (span end or -1, height).
 
     Openers nested inside the span are tokenised identically when scanned on their own, so
-    one pass records their matches too (keeps the search linear on ordinary text). The
-    height (nesting levels of this bracket kind) lets over-deep spans be skipped unparsed.
+    one pass records their matches too (keeps the search linear). The height (nesting levels
+    of this bracket kind) lets over-deep spans be skipped unparsed.
     """
     spans: dict[int, tuple[int, int]] = {}
     stack: list[list[int]] = []  # [position, height of the deepest child so far]
@@ -186,35 +280,54 @@ def _closing_positions(
     return spans
 
 
-def _first_balanced(text: str, opener: str, tokens: re.Pattern[str]) -> Any:
+def _first_balanced(
+    text: str, starts: re.Pattern[str], tokens: re.Pattern[str], opener: str
+) -> Any:
+    """First balanced span, in text order of its opener, that parses as JSON.
+
+    When a span fails at position k, a later opener before k was already read by that parse
+    as the start of a value, and parsing it on its own follows the same path: if its span
+    reaches past k it fails at k too, so it is skipped unparsed (nested failing spans would
+    otherwise be parsed once per level).
+    """
     known: dict[int, tuple[int, int]] = {}
-    start = text.find(opener)
-    while start != -1:
+    failed_at = -1
+    for match in starts.finditer(text):
+        start = match.start()
         span = known.get(start)
         if span is None:
             known.update(_closing_positions(text, start, tokens, opener))
             span = known[start]
         end, height = span
-        if end != -1 and height <= MAX_JSON_DEPTH:
-            value = loads_json(text[start:end])
-            if value is not NOT_JSON:
-                return value
-        start = text.find(opener, start + 1)
+        if end == -1 or height > MAX_JSON_DEPTH or (start < failed_at < end):
+            continue
+        candidate = text[start:end]
+        if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
+            value, error = _scan_span(candidate)
+        else:
+            depth = json_depth(candidate)
+            if depth > MAX_JSON_DEPTH:
+                continue
+            value, error = call_with_depth_headroom(depth, _scan_span, candidate)
+        if value is not NOT_JSON:
+            return value
+        if error >= 0:
+            failed_at = start + error
     return NOT_JSON
 
 
 def first_balanced_object(text: str) -> Any:
     """The first structurally balanced `{…}` in text order that parses, else NOT_JSON."""
-    if "{" not in text:
+    if "{" not in text or "}" not in text:
         return NOT_JSON
-    return _first_balanced(text, "{", _OBJECT_TOKENS)
+    return _first_balanced(text, _OBJECT_START, _OBJECT_TOKENS, "{")
 
 
 def first_balanced_array(text: str) -> Any:
     """The first structurally balanced `[…]` in text order that parses, else NOT_JSON."""
-    if "[" not in text:
+    if "[" not in text or "]" not in text:
         return NOT_JSON
-    return _first_balanced(text, "[", _ARRAY_TOKENS)
+    return _first_balanced(text, _ARRAY_START, _ARRAY_TOKENS, "[")
 
 
 # --- stages 0–3 together --------------------------------------------------------------------

@@ -27,12 +27,15 @@ from dualcog.parsing.modes import (
     recover_image_modes,
 )
 from dualcog.parsing.scale import CONFIGURABLE_SCALES, over_one, resolve_run_scale
+from dualcog.parsing.sources import STATUS_FIELDS, is_response
 from dualcog.schemas import PARSED
 from dualcog.tasks import IMAGE_TASKS
 
 BEHAVIOR_TASK = "behavior"
 VISIBILITY_TASK = "landmark_visibility"
 _IMAGE_TASKS = frozenset(IMAGE_TASKS)
+
+STORED_COUNT_MAX = 2**63 - 1  # the PARSED `visible_count` column is int64
 
 _BOOL_COLUMNS = (
     "all_valid",
@@ -47,20 +50,22 @@ _BOOL_COLUMNS = (
 
 
 def latest_ok_responses(responses: pd.DataFrame | None) -> dict[str, str]:
-    """sample_id -> raw text of its last `ok` row (PROTOCOL §10); other rows are no response."""
+    """sample_id -> raw text of its last row that is a response (parsing.sources)."""
     texts: dict[str, str] = {}
     if responses is None or len(responses) == 0:
         return texts
     # tolist(): iterating Arrow-backed string columns element by element is slow.
-    for sample_id, status, raw in zip(
+    status_columns = [
+        responses[field].tolist() for field in STATUS_FIELDS if field in responses.columns
+    ]
+    for sample_id, raw, *statuses in zip(
         responses["sample_id"].tolist(),
-        responses["status"].tolist(),
         responses["raw_text"].tolist(),
+        *status_columns,
         strict=True,
     ):
-        if status == "ok":
-            # An ok row without text is an empty answer, parsed like any other text.
-            texts[sample_id] = raw if isinstance(raw, str) else ""
+        if is_response(tuple(statuses), raw):
+            texts[sample_id] = raw
     return texts
 
 
@@ -96,11 +101,16 @@ class _Rows:
         )
 
     def visibility(self, sample_id: str, task: str, parse: str, r: VisibilityParse) -> None:
+        count = r.visible_count
+        if count is not None and count > STORED_COUNT_MAX:
+            # Valid (any integer is) but beyond the int64 column; gold counts are small, so
+            # the saturated value is as wrong as the real one (docs/decisions.md).
+            count = STORED_COUNT_MAX
         self.rows.append(
             (sample_id, task, parse, r.stage, r.count_valid and r.intervals_valid)
             + _NO_IMAGE
             + _NO_BEHAVIOR
-            + (r.visible_count, r.count_valid, r.count_reason)
+            + (count, r.count_valid, r.count_reason)
             + (r.visible_intervals, r.intervals_valid, r.intervals_reason)
         )
 

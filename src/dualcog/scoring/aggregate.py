@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from dualcog.schemas import METRICS
-from dualcog.scoring.dual import FAMILY_SIDES, dual_metrics
+from dualcog.scoring.dual import FAMILY_SIDES, dual_metrics, pairs_for_tasks
 from dualcog.scoring.intervals import f1_score
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
@@ -150,10 +150,21 @@ def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
 
-def model_metrics(model: str, samples: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """All METRICS rows of one model run: tasks, dual families, overall aggregates."""
+def model_metrics(
+    model: str,
+    samples: pd.DataFrame,
+    scores: pd.DataFrame,
+    pairs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """All METRICS rows of one model run: tasks, dual families, overall aggregates.
+
+    `pairs`: the benchmark's matched-context pairs (`dual_pairs`), computed from `samples`
+    when not given; only the families of the tasks in `samples` are used.
+    """
     per_task = task_metrics(scores)
-    parts = [per_task, dual_metrics(samples, scores), overall_metrics(per_task)]
+    if pairs is not None:
+        pairs = pairs_for_tasks(pairs, samples["task"].unique())
+    parts = [per_task, dual_metrics(samples, scores, pairs), overall_metrics(per_task)]
     frame = pd.concat([p for p in parts if not p.empty], ignore_index=True)
     if frame.empty:
         frame = pd.DataFrame(columns=METRIC_COLUMNS)

@@ -74,6 +74,18 @@ def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pairs, unpaired
 
 
+def pairs_for_tasks(pairs: pd.DataFrame, tasks) -> pd.DataFrame:
+    """The pairs of the families whose two sides are both among `tasks`.
+
+    A family's pairs depend only on the samples of its two tasks, so this equals
+    `dual_pairs` of the samples restricted to `tasks`: the benchmark's pairs are computed
+    once and every run, whatever tasks it ran, reads its own from them.
+    """
+    chosen = set(tasks)
+    families = [f for f, sides in FAMILY_SIDES.items() if set(sides) <= chosen]
+    return pairs[pairs["family"].isin(families)].reset_index(drop=True)
+
+
 def _side_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
     """Per (sample_id, parse): semantic/evidence success of that sample's side.
 

@@ -45,6 +45,16 @@ SCORES = pa.schema(
     ]
 )
 
+# Matched-context pairs of the benchmark (PROTOCOL §6), one row per pair.
+PAIRS = pa.schema(
+    [
+        ("family", pa.string()),
+        ("agent_sample_id", pa.string()),
+        ("world_sample_id", pa.string()),
+        ("stratum", pa.string()),
+    ]
+)
+
 _PANDAS_DTYPES = {
     pa.string(): "object",
     pa.bool_(): "boolean",

@@ -1,4 +1,9 @@
-"""Video task scoring (PROTOCOL §5): behavior at two levels, and landmark visibility."""
+"""Video task scoring (PROTOCOL §5): behavior at two levels, and landmark visibility.
+
+`score_behavior_answer` / `score_visibility_answer` score one answer with the plain rule;
+`score_behavior_rows` / `score_visibility_rows` score whole Arrow tables of rows with the
+same rule on flat arrays (`interval_batch`), giving identical numbers.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from dualcog.scoring.columns import codes, dictionary_size, flags, flatten, floats, interval_pairs
+from dualcog.scoring.columns import parents as list_parents
+from dualcog.scoring.interval_batch import GroupedIntervals, match_groups, sequential_sums
 from dualcog.scoring.intervals import (
+    DURATION_SLACK_SEC,
     IntervalCounts,
     clip_predicted,
     gold_array,
@@ -106,102 +116,251 @@ def score_visibility_answer(
     return match_classes({"visible": gold_array(gold_intervals)}, {"visible": pred}, invalid)
 
 
-def _interval_columns(counts: IntervalCounts) -> dict:
+# -- vectorized scoring of many rows ---------------------------------------------------------
+
+COMPOSITE, ATOMIC = 0, 1  # level codes; a row's level group is 2 * row + level
+
+
+def _limits(duration: pa.Array) -> np.ndarray:
+    """Upper bound of valid predicted times per row: the duration, or none when unknown."""
+    value = floats(duration)
+    return np.where(np.isfinite(value), value, np.inf)
+
+
+def _predicted(
+    intervals: pa.Array, item_group: np.ndarray, item_row: np.ndarray, limit: np.ndarray
+) -> tuple[GroupedIntervals, np.ndarray]:
+    """Valid predicted intervals clipped to [0, D] (as `clip_predicted`), grouped by their
+    item's group, and the item index of every invalid interval."""
+    item, start, end, pair = interval_pairs(intervals)
+    bound = limit[item_row[item]]
+    with np.errstate(invalid="ignore"):
+        valid = (
+            pair
+            & np.isfinite(start)
+            & np.isfinite(end)
+            & (start >= 0)
+            & (start < end)
+            & (end <= bound + DURATION_SLACK_SEC)
+        )
+    clipped_end = np.minimum(end[valid], bound[valid])
+    clipped_start = np.minimum(start[valid], bound[valid])
+    kept = GroupedIntervals(item_group[item[valid]], clipped_start, clipped_end)
+    return kept, item[~valid]
+
+
+def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
+    denominator = 2 * tp + fp + fn
+    out = np.ones(len(tp))
+    nonzero = denominator != 0
+    out[nonzero] = 2 * tp[nonzero] / denominator[nonzero]
+    return out
+
+
+def _lookup(keys: np.ndarray, table_keys: np.ndarray) -> np.ndarray:
+    """Position of each key in the sorted unique `table_keys`, or -1."""
+    if len(table_keys) == 0:
+        return np.full(len(keys), -1)
+    at = np.searchsorted(table_keys, keys)
+    at = np.minimum(at, len(table_keys) - 1)
+    return np.where(table_keys[at] == keys, at, -1)
+
+
+def _interval_counts(
+    gold: GroupedIntervals,
+    pred: GroupedIntervals,
+    class_level_group: np.ndarray,
+    n_pred_valid: np.ndarray,
+    n_invalid: np.ndarray,
+    n_level_groups: int,
+) -> dict[str, np.ndarray]:
+    """Interval columns per level group from class-grouped gold and predicted intervals."""
+    n_classes = len(class_level_group)
+    matched = match_groups(gold, pred, n_classes)
+    tp = np.bincount(class_level_group, weights=matched.tp, minlength=n_level_groups)
+    tp = tp.astype(np.int64)
+    tiou_sum = sequential_sums(matched.tiou_sum, class_level_group, n_level_groups)
+    n_gold = np.bincount(class_level_group[gold.group], minlength=n_level_groups)
+    n_pred = n_pred_valid + n_invalid
+    fp, fn = n_pred - tp, n_gold - tp
     return {
-        "interval_tp": counts.tp,
-        "interval_fp": counts.fp,
-        "interval_fn": counts.fn,
-        "tiou_sum": counts.tiou_sum,
-        "n_gold_intervals": counts.n_gold,
-        "sample_f1_50": counts.sample_f1,
+        "interval_tp": tp,
+        "interval_fp": fp,
+        "interval_fn": fn,
+        "tiou_sum": tiou_sum,
+        "n_gold_intervals": n_gold,
+        "sample_f1_50": _f1(tp, fp, fn),
     }
 
 
-def score_behavior_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Two score rows (composite, atomic) per behavior (sample, parse) row.
+def _row_columns(rows: pa.Table, repeat: int) -> dict[str, np.ndarray | pa.Array]:
+    responded = flags(rows["responded"])
+    columns = {
+        "sample_id": rows["sample_id"],
+        "parse": rows["parse"],
+        "difficulty": rows["difficulty"],
+        "responded": responded,
+        "valid": responded & flags(rows["all_valid"]),
+    }
+    if repeat == 1:
+        return columns
+    index = pa.array(np.repeat(np.arange(rows.num_rows), repeat))
+    return {
+        name: np.repeat(value, repeat) if isinstance(value, np.ndarray) else value.take(index)
+        for name, value in columns.items()
+    }
 
-    A missing response or an invalid answer predicts nothing (every gold item is missed) and
-    its set at either level is not exact; its side of a dual pair fails.
+
+def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
+    """Two score rows (composite, then atomic) per behavior (sample, parse) row.
+
+    `rows` holds sample_id, parse, difficulty, responded, all_valid, answers_valid, answers,
+    options, gold_items, duration_sec, composite_mission. A missing response or an invalid
+    answer predicts nothing (every gold item is missed) and its set at either level is not
+    exact; its side of a dual pair fails.
     """
-    out = []
-    columns = [
-        "sample_id", "parse", "difficulty", "responded", "all_valid", "answers_valid",
-        "answers", "options", "gold_items", "duration_sec", "composite_mission",
-    ]  # fmt: skip
-    for (
-        sid, parse, difficulty, responded, all_valid, answers_valid, answers, options, gold, d, cm,
-    ) in rows[columns].itertuples(index=False, name=None):  # fmt: skip
-        valid = bool(responded) and bool(answers_valid)
-        levels = score_behavior_answer(options, gold, answers if valid else None, _duration(d))
-        composite_mission = None if not _is_number(cm) else bool(cm)
-        for level, score in levels.items():
-            set_exact = valid and score.set_exact
-            f1 = score.intervals.sample_f1
-            out.append(
-                {
-                    "sample_id": sid,
-                    "task": TASK_OF_LEVEL[level],
-                    "request_task": "behavior",
-                    "parse": parse,
-                    "difficulty": difficulty,
-                    "responded": bool(responded),
-                    "valid": bool(responded) and bool(all_valid),
-                    "composite_mission": composite_mission,
-                    "set_exact": set_exact,
-                    "composite_set_correct": (
-                        set_exact if level == "composite" and composite_mission else None
-                    ),
-                    "label_tp": score.label_tp,
-                    "label_fp": score.label_fp,
-                    "label_fn": score.label_fn,
-                    **_interval_columns(score.intervals),
-                    "semantic_ok": set_exact,
-                    "evidence_ok": valid and f1 >= EVIDENCE_F1,
-                }
-            )
-    return pd.DataFrame(out)
-
-
-def score_visibility_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """One score row per visibility (sample, parse) row; count and intervals judged apart."""
-    out = []
-    columns = [
-        "sample_id", "parse", "difficulty", "responded", "all_valid", "count_valid",
-        "visible_count", "intervals_valid", "visible_intervals", "gold_visible_count",
-        "gold_visible_intervals", "duration_sec",
-    ]  # fmt: skip
-    for (
-        sid, parse, difficulty, responded, all_valid, count_valid, count, intervals_valid,
-        intervals, gold_count, gold_intervals, d,
-    ) in rows[columns].itertuples(index=False, name=None):  # fmt: skip
-        responded = bool(responded)
-        count_ok = responded and bool(count_valid)
-        intervals_ok = responded and bool(intervals_valid)
-        counts = score_visibility_answer(
-            gold_intervals, intervals if intervals_ok else None, _duration(d)
-        )
-        count_correct = bool(count_ok and _is_number(gold_count) and int(count) == int(gold_count))
-        out.append(
-            {
-                "sample_id": sid,
-                "task": "landmark_visibility",
-                "request_task": "landmark_visibility",
-                "parse": parse,
-                "difficulty": difficulty,
-                "responded": responded,
-                "valid": responded and bool(all_valid),
-                "count_correct": count_correct,
-                **_interval_columns(counts),
-                "semantic_ok": count_correct,
-                "evidence_ok": intervals_ok and counts.sample_f1 >= EVIDENCE_F1,
-            }
-        )
-    return pd.DataFrame(out)
-
-
-def _is_number(value: object) -> bool:
-    return (
-        value is not None
-        and value is not pd.NA
-        and not (isinstance(value, float) and np.isnan(value))
+    n = rows.num_rows
+    valid = flags(rows["responded"]) & flags(rows["answers_valid"])
+    limit = _limits(rows["duration_sec"])
+    options, gold_items, answers = (
+        rows[name].combine_chunks() for name in ("options", "gold_items", "answers")
     )
+    option_row, gold_row, answer_row = (list_parents(a) for a in (options, gold_items, answers))
+    option_flat, gold_flat, answer_flat = (flatten(a) for a in (options, gold_items, answers))
+    keep = valid[answer_row]  # only valid answers predict anything
+    answer_row = answer_row[keep]
+    answer_flat = answer_flat.filter(pa.array(keep))
+    option_code, gold_code, answer_code = codes(
+        option_flat.field("option_id"), gold_flat.field("option_id"), answer_flat.field("option_id")
+    )
+    size = dictionary_size(option_code, gold_code, answer_code)
+
+    # Level of each option id per row: the option's own (the last one listed), else the first
+    # gold item's, else atomic (PROTOCOL §5: whatever is not composite is atomic).
+    option_key = option_row * size + option_code
+    last = len(option_key) - 1 - np.unique(option_key[::-1], return_index=True)[1]
+    option_keys = option_key[last]
+    option_composite = _is_composite(option_flat.field("level"))[last]
+    gold_composite = _is_composite(gold_flat.field("level"))
+    gold_level = np.where(gold_composite, COMPOSITE, ATOMIC)
+    gold_key = gold_row * size + gold_code
+    gold_keys, gold_first = np.unique(gold_key, return_index=True)
+    answer_key = answer_row * size + answer_code
+    in_options = _lookup(answer_key, option_keys)
+    in_gold = _lookup(answer_key, gold_keys)
+    answer_composite = np.zeros(len(answer_key), bool)
+    from_options = in_options >= 0
+    answer_composite[from_options] = option_composite[in_options[from_options]]
+    from_gold = ~from_options & (in_gold >= 0)
+    answer_composite[from_gold] = gold_composite[gold_first[in_gold[from_gold]]]
+    answer_level = np.where(answer_composite, COMPOSITE, ATOMIC)
+
+    # Classes: (row, level, option id) of gold items, numbered by level group, then first
+    # appearance (the plain rule's dict order).
+    n_groups = 2 * n
+    gold_level_group = 2 * gold_row + gold_level
+    class_key = gold_level_group * size + gold_code
+    unique_keys, first = np.unique(class_key, return_index=True)
+    order = np.lexsort((first, unique_keys // size))
+    class_of_unique = np.empty(len(order), np.int64)
+    class_of_unique[order] = np.arange(len(order))
+    class_level_group = (unique_keys // size)[order]  # per class id
+    gold_item_class = class_of_unique[np.searchsorted(unique_keys, class_key)]
+
+    g_item, g_start, g_end, _ = interval_pairs(gold_flat.field("intervals"))
+    gold = GroupedIntervals(gold_item_class[g_item], g_start, g_end)
+    answer_level_group = 2 * answer_row + answer_level
+    found = _lookup(answer_level_group * size + answer_code, unique_keys)
+    answer_class = np.full(len(found), -1, np.int64)
+    answer_class[found >= 0] = class_of_unique[found[found >= 0]]
+    pred_all, invalid_items = _predicted(
+        answer_flat.field("intervals"), answer_class, answer_row, limit
+    )
+    in_gold_class = pred_all.group >= 0
+    pred = GroupedIntervals(
+        pred_all.group[in_gold_class], pred_all.start[in_gold_class], pred_all.end[in_gold_class]
+    )
+    p_item, _, _, _ = interval_pairs(answer_flat.field("intervals"))
+    n_pred_items = np.bincount(answer_level_group[p_item], minlength=n_groups)
+    n_invalid = np.bincount(answer_level_group[invalid_items], minlength=n_groups)
+    counts = _interval_counts(
+        gold, pred, class_level_group, n_pred_items - n_invalid, n_invalid, n_groups
+    )
+
+    # Labels: sets of option ids per level group.
+    predicted = np.unique(answer_level_group * size + answer_code)
+    gold_set = unique_keys
+    both = np.intersect1d(predicted, gold_set, assume_unique=True)
+    n_pred_ids = np.bincount(predicted // size, minlength=n_groups)
+    n_gold_ids = np.bincount(gold_set // size, minlength=n_groups)
+    label_tp = np.bincount(both // size, minlength=n_groups)
+    label_fp, label_fn = n_pred_ids - label_tp, n_gold_ids - label_tp
+
+    valid2 = np.repeat(valid, 2)
+    set_exact = valid2 & (label_fp == 0) & (label_fn == 0)
+    mission = rows["composite_mission"].combine_chunks()
+    mission_known = np.repeat(~np.asarray(mission.is_null().to_numpy(zero_copy_only=False)), 2)
+    mission_value = np.repeat(flags(mission), 2)
+    is_composite_row = np.tile([True, False], n)
+    composite_set = np.where(is_composite_row & mission_value, set_exact, False)
+    return {
+        **_row_columns(rows, 2),
+        "task": np.tile([TASK_OF_LEVEL["composite"], TASK_OF_LEVEL["atomic"]], n).astype(object),
+        "request_task": np.full(2 * n, "behavior", dtype=object),
+        "composite_mission": pa.array(mission_value, mask=~mission_known),
+        "set_exact": set_exact,
+        "composite_set_correct": pa.array(composite_set, mask=~(is_composite_row & mission_value)),
+        "label_tp": label_tp,
+        "label_fp": label_fp,
+        "label_fn": label_fn,
+        **counts,
+        "semantic_ok": set_exact,
+        "evidence_ok": valid2 & (counts["sample_f1_50"] >= EVIDENCE_F1),
+    }
+
+
+def _is_composite(levels: pa.Array) -> np.ndarray:
+    return flags(pc.equal(levels.cast(pa.string()), "composite"))
+
+
+def score_visibility_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
+    """One score row per visibility (sample, parse) row; count and intervals judged apart.
+
+    `rows` holds sample_id, parse, difficulty, responded, all_valid, count_valid,
+    visible_count, intervals_valid, visible_intervals, gold_visible_count,
+    gold_visible_intervals, duration_sec.
+    """
+    n = rows.num_rows
+    responded = flags(rows["responded"])
+    count_ok = responded & flags(rows["count_valid"])
+    intervals_ok = responded & flags(rows["intervals_valid"])
+    limit = _limits(rows["duration_sec"])
+    rows_index = np.arange(n)
+    g_row, g_start, g_end, _ = interval_pairs(rows["gold_visible_intervals"].combine_chunks())
+    gold = GroupedIntervals(g_row, g_start, g_end)
+    predicted = rows["visible_intervals"].combine_chunks()
+    pred, invalid_rows = _predicted(predicted, rows_index, rows_index, limit)
+    keep = intervals_ok[pred.group]
+    pred = GroupedIntervals(pred.group[keep], pred.start[keep], pred.end[keep])
+    invalid_rows = invalid_rows[intervals_ok[invalid_rows]]
+    counts = _interval_counts(
+        gold,
+        pred,
+        rows_index,
+        np.bincount(pred.group, minlength=n),
+        np.bincount(invalid_rows, minlength=n),
+        n,
+    )
+    count = floats(rows["visible_count"])
+    gold_count = floats(rows["gold_visible_count"])
+    with np.errstate(invalid="ignore"):
+        count_correct = count_ok & np.isfinite(gold_count) & (count == gold_count)
+    return {
+        **_row_columns(rows, 1),
+        "task": np.full(n, "landmark_visibility", dtype=object),
+        "request_task": np.full(n, "landmark_visibility", dtype=object),
+        "count_correct": count_correct,
+        **counts,
+        "semantic_ok": count_correct,
+        "evidence_ok": intervals_ok & (counts["sample_f1_50"] >= EVIDENCE_F1),
+    }

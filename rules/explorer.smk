@@ -1,0 +1,43 @@
+rule explorer_media:
+    input:
+        samples="results/benchmark/samples.parquet",
+        images="results/media/images.parquet",
+    output:
+        media=directory("results/explorer/media"),
+        index="results/explorer/media.parquet",
+    log:
+        "results/logs/explorer_media.log",
+    conda:
+        "../envs/dualcog.yaml"
+    threads: 2
+    params:
+        store=config["media"]["store"],
+        version=EXPLORER_VERSION,
+    script:
+        "../scripts/explorer_media.py"
+
+
+rule explorer:
+    input:
+        samples="results/benchmark/samples.parquet",
+        parsed="results/parsed/{model}.parquet",
+        scores="results/scores/{model}.parquet",
+        responses=responses_of,
+        media="results/explorer/media.parquet",
+        manifests=manifest_files(),
+        replay=replay_sources,
+    output:
+        page="results/explorer/{model}.html",
+        data=directory("results/explorer/data/{model}"),
+    log:
+        "results/logs/explorer/{model}.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        stamp=lambda wc: stamp_models([wc.model])[wc.model],
+        label=lambda wc: model_by_name(config, wc.model).get("display_name") or wc.model,
+        models=MODELS,
+        data_root=lambda wildcards: config["data_root"],
+        version=EXPLORER_VERSION,
+    script:
+        "../scripts/explorer.py"

@@ -1,0 +1,49 @@
+# Models with a `serve:` block: one job per served model starts its server (vllm serve), runs
+# all of its runs and tasks through it, and stops it (docs/configuration.md, "Managed servers").
+
+
+def prompts_path(run, task):
+    if is_video_task(task):
+        return f"results/prompts/{task}.{model_video_mode(run)}.parquet"
+    return f"results/prompts/{task}.parquet"
+
+
+def served_plan(group):
+    return [
+        {
+            "run": run,
+            "task": task,
+            "prompts": prompts_path(run, task),
+            "output": f"results/responses/{run}/{task}.parquet",
+        }
+        for run in group.runs
+        for task in model_tasks(config, model_by_name(config, run))
+    ]
+
+
+for served in SERVED_GROUPS:
+
+    rule:
+        name:
+            served.rule_name
+        input:
+            prompts=sorted({item["prompts"] for item in served_plan(served)}),
+            samples="results/benchmark/samples.parquet",
+        output:
+            [item["output"] for item in served_plan(served)],
+        log:
+            infer=f"results/logs/infer/{served.key}.served.log",
+            server=f"results/logs/serve/{served.key}.log",
+        conda:
+            "../envs/vllm.yaml"
+        resources:
+            gpu=served.gpus,
+        params:
+            plan=served_plan(served),
+            settings={
+                run: answer_settings(model_by_name(config, run)) for run in served.runs
+            },
+            media_store=config["media"]["store"],
+            cache_dir=config["cache_dir"],
+        script:
+            "../scripts/infer_served.py"

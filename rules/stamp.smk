@@ -1,0 +1,17 @@
+rule stamp:
+    input:
+        manifests=manifest_files(),
+        replay=all_replay_sources(),
+    output:
+        "results/stamp.json",
+    log:
+        "results/logs/stamp.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        models=stamp_models(),
+        data_root=lambda wildcards: config["data_root"],
+        versions=STAGE_VERSIONS,
+        protocol=PROTOCOL_REVISION,
+    script:
+        "../scripts/stamp.py"

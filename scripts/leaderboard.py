@@ -1,0 +1,21 @@
+"""Snakemake adapter: metrics + run info (+ intervals, stamp) -> results/leaderboard.html."""
+
+from dualcog.runtime import log, run_step
+from dualcog.tables.inputs import load_inputs
+from dualcog.tables.leaderboard import write_leaderboard
+
+
+def main(sm):
+    inputs = load_inputs(
+        sm.input.metrics,
+        sm.input.runs,
+        sm.input.parsed,
+        sm.input.responses,
+        intervals=sm.input.get("intervals"),
+        stamp=sm.input.get("stamp"),
+    )
+    path = write_leaderboard(sm.output[0], inputs, sm.params.models)
+    log.info("wrote %s", path)
+
+
+run_step(snakemake, main)  # noqa: F821

@@ -1,0 +1,183 @@
+"""Explorer media: small thumbnails of every still image and a frame grid of every video.
+
+Made once for all models (the per-model pages only reference them), from the prepared images
+of the media store (what the models saw) and the source videos. Files live under
+`results/explorer/media/` so the pages load them lazily by relative path and work offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+from PIL import Image
+
+from dualcog.errors import DataError
+from dualcog.media import fit_size, store_path
+
+THUMB_SIZE = (320, 240)
+FRAME_SIZE = (160, 120)
+THUMB_QUALITY = 78
+FRAME_STEP_SEC = 0.5  # frame grid step, widened so that a video keeps at most MAX_FRAMES
+MAX_FRAMES = 48
+
+MEDIA_COLUMNS = ["kind", "source", "files", "times", "width", "height"]
+
+
+@dataclass(frozen=True)
+class MediaRow:
+    kind: str  # image | video
+    source: str  # resolved source path, as in samples.media
+    files: list[str]  # paths relative to the explorer folder
+    times: list[float]  # video: seconds of each grid frame; image: empty
+    width: int  # thumbnail (image) or frame (video) size in pixels
+    height: int
+
+
+def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, int]]:
+    image = image.convert("RGB")
+    fitted = fit_size(image.width, image.height, *size)
+    if fitted != image.size:
+        image = image.resize(fitted, Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=THUMB_QUALITY)
+    return buffer.getvalue(), image.size
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Unique per writer: two sources with identical bytes share one thumbnail file.
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def image_thumbnail(source: str, key: str, store: str | Path, folder: Path) -> MediaRow:
+    """Thumbnail of the prepared image `key` (the bytes the model was sent)."""
+    prepared = store_path(store, key, "jpg")
+    if not prepared.is_file():
+        raise DataError("prepared image missing from the media store", file=str(prepared))
+    relative = f"media/{key[:2]}/{key}.jpg"
+    with Image.open(prepared) as image:
+        image.draft("RGB", THUMB_SIZE)  # JPEG decode at reduced scale: much less work
+        data, size = _jpeg(image, THUMB_SIZE)
+    _write(folder / relative, data)
+    return MediaRow("image", source, [relative], [], *size)
+
+
+def grid_times(duration: float) -> list[float]:
+    """Frame grid: every FRAME_STEP_SEC seconds, at most MAX_FRAMES frames over the video."""
+    if duration <= 0:
+        return [0.0]
+    step = max(FRAME_STEP_SEC, duration / (MAX_FRAMES - 1))
+    count = int(duration / step + 1e-9) + 1
+    return [round(i * step, 3) for i in range(count)]
+
+
+def _small(frame, size: tuple[int, int]) -> Image.Image:
+    """Scale in the decoder (swscale) before making a Pillow image: cheap for big frames."""
+    width, height = fit_size(frame.width, frame.height, *size)
+    return frame.reformat(width=width, height=height, format="rgb24").to_image()
+
+
+def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
+    """One streaming decode of `source`; the frame nearest each grid time becomes a thumbnail.
+
+    Only the previous frame is held, so memory does not grow with the video's length.
+    """
+    import av
+
+    from dualcog.media import video_timestamp_span
+
+    if duration is None or math.isnan(duration) or duration <= 0:  # unknown
+        duration = video_timestamp_span(source)
+    targets = grid_times(float(duration))
+    base = hashlib.sha256(f"explorer-frames-1\x1f{source}".encode()).hexdigest()[:24]
+    files: list[str] = []
+    stamps: list[float] = []
+    size = FRAME_SIZE
+
+    def keep(frame, time: float) -> None:
+        nonlocal size
+        data, size = _jpeg(_small(frame, FRAME_SIZE), FRAME_SIZE)
+        relative = f"media/frames/{base[:2]}/{base}_{len(files):03d}.jpg"
+        _write(folder / relative, data)
+        files.append(relative)
+        stamps.append(round(time, 3))
+
+    try:
+        container = av.open(source)
+    except (OSError, av.error.FFmpegError) as exc:
+        raise DataError(f"cannot open video: {exc}", file=source) from exc
+    with container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        previous = None  # (time, frame)
+        start = None
+        for frame in container.decode(stream):
+            pts = frame.pts if frame.pts is not None else 0
+            time = float(Fraction(pts) * stream.time_base)
+            start = time if start is None else start
+            time -= start
+            # Times rise, so a target's nearest frame is the last one before the distance grows.
+            while previous and len(files) < len(targets):
+                target = targets[len(files)]
+                if abs(time - target) < abs(previous[0] - target):
+                    break
+                keep(previous[1], previous[0])
+            if len(files) == len(targets):
+                break
+            previous = (time, frame)
+        if previous is None:
+            raise DataError("no decodable video frames", file=source)
+        while len(files) < len(targets):  # targets past the last frame: the last frame
+            keep(previous[1], previous[0])
+    return MediaRow("video", source, files, stamps, *size)
+
+
+def prepare_explorer_media(
+    samples: pd.DataFrame,
+    images: pd.DataFrame,
+    store: str | Path,
+    folder: str | Path,
+    workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """Thumbnails of every still image of `images` and frame grids of every video in `samples`.
+
+    Returns the media index (MEDIA_COLUMNS), one row per distinct source.
+    """
+    folder = Path(folder)
+    durations: dict[str, float] = {}
+    for media, duration in zip(samples["media"], samples["duration_sec"], strict=True):
+        for item in media:
+            if item["role"] == "video" and not math.isnan(duration):
+                source = item["resolved_path"]
+                durations[source] = max(durations.get(source, 0.0), float(duration))
+            elif item["role"] == "video":
+                durations.setdefault(item["resolved_path"], math.nan)
+    videos = sorted(durations)
+    jobs: list[Callable[[], MediaRow]] = [
+        (lambda s=source, k=key: image_thumbnail(s, k, store, folder))
+        for source, key in zip(images["source"], images["key"], strict=True)
+    ]
+    jobs += [(lambda s=source: video_frames(s, durations[s], folder)) for source in videos]
+    rows: list[MediaRow] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for i, row in enumerate(pool.map(lambda job: job(), jobs)):
+            rows.append(row)
+            if progress and (i + 1) % 500 == 0:
+                progress(f"{i + 1}/{len(jobs)} media files")
+    return media_frame(rows)
+
+
+def media_frame(rows: Iterable[MediaRow]) -> pd.DataFrame:
+    return pd.DataFrame([vars(r) for r in rows], columns=MEDIA_COLUMNS)

@@ -1,0 +1,40 @@
+"""Which rows of a response source are responses (docs/protocol.md, "Response sources").
+
+A row is a response when every status field it carries (`status`, `request_status`) reads
+`ok` once trimmed, in any letter case, and its `raw_text` is a string (the empty string
+included: it is a response that fails to parse). A status field that is null counts as not
+carried; any other non-string value is not ok. A null or absent `raw_text` is not a response.
+Pure functions over plain values, shared by the replay backend and `parse_run`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+STATUS_FIELDS = ("status", "request_status")
+
+
+def is_null(value: Any) -> bool:
+    """None, and the nulls a table column hands back (pandas NA, float NaN)."""
+    return value is None or value is pd.NA or (type(value) is float and math.isnan(value))
+
+
+def status_allows(value: Any) -> bool:
+    """One status field's verdict: True for a null (not carried) or an `ok` string."""
+    if is_null(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() == "ok"
+
+
+def is_response(statuses: tuple[Any, ...], raw_text: Any) -> bool:
+    """The row rule, given the values of the status fields it carries and its text."""
+    return isinstance(raw_text, str) and all(status_allows(value) for value in statuses)
+
+
+def record_is_response(record: Mapping[str, Any]) -> bool:
+    """The row rule for one record (a replayed JSON line or Parquet row)."""
+    return is_response(tuple(record.get(field) for field in STATUS_FIELDS), record.get("raw_text"))

@@ -1,0 +1,117 @@
+"""Checks made before any job runs: every problem of a configuration at once, by model.
+
+A long run should not stop after hours because a key variable was never exported, or run at
+all on a data root without manifests. The workflow calls `require_ready` when it starts (a dry
+run included), so every missing `${VAR}`, replay file and data problem is listed in one message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dualcog.errors import ConfigError, DataError
+from dualcog.ingest import find_manifests
+from dualcog.routes import env_reference
+
+
+class PreflightError(ConfigError):
+    """The configuration cannot run as it is; the message lists every problem found."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    subject: str  # "data_root" or "model <name>"
+    message: str
+    variable: str | None = None
+
+
+def env_references(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(field path, variable) of every value that is exactly `${VAR}`, at any depth."""
+    variable = env_reference(value)
+    if variable:
+        yield path, variable
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from env_references(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from env_references(item, f"{path}[{index}]")
+
+
+def data_root_problems(data_root: str) -> list[Problem]:
+    variable = env_reference(data_root)
+    if variable:
+        return [Problem("data_root", f"${{{variable}}} is not set", variable)]
+    root = Path(data_root)
+    if not root.exists():
+        return [Problem("data_root", f"{root} does not exist")]
+    if not root.is_dir():
+        return [Problem("data_root", f"{root} is not a folder")]
+    try:
+        manifests = find_manifests(root)
+    except DataError as error:
+        return [Problem("data_root", str(error))]
+    if not manifests:
+        return [
+            Problem(
+                "data_root",
+                f"{root} holds no manifests (looked for */image_tasks/manifests/*.json and "
+                "*/video_tasks/datasets/*.json)",
+            )
+        ]
+    return []
+
+
+def model_problems(model: Mapping[str, Any], environ: Mapping[str, str]) -> list[Problem]:
+    subject = f"model {model['name']}"
+    problems = [
+        Problem(subject, f"${{{variable}}} ({field}) is not set", variable)
+        for field, variable in env_references(dict(model))
+        if variable not in environ
+    ]
+    if model.get("backend") == "replay":
+        sources = model.get("replay") or []
+        for source in [sources] if isinstance(sources, str) else sources:
+            if not Path(source).is_file():
+                problems.append(Problem(subject, f"replay file {source} does not exist"))
+    return problems
+
+
+def check(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """Every problem of a validated configuration (empty when it can run)."""
+    environ = os.environ if environ is None else environ
+    problems = data_root_problems(str(config["data_root"]))
+    for model in config["models"]:
+        problems.extend(model_problems(model, environ))
+    return problems
+
+
+def report(problems: list[Problem], source: str) -> str:
+    lines = [f"{len(problems)} problem(s) in {source}; nothing was run:"]
+    by_subject: dict[str, list[str]] = defaultdict(list)
+    for problem in problems:
+        by_subject[problem.subject].append(problem.message)
+    for subject, messages in by_subject.items():
+        lines.append(f"  {subject}: " + "; ".join(messages))
+    users: dict[str, list[str]] = defaultdict(list)
+    for problem in problems:
+        if problem.variable and problem.subject not in users[problem.variable]:
+            users[problem.variable].append(problem.subject)
+    if users:
+        lines.append("missing environment variables (export them, or drop the models):")
+        for variable, subjects in sorted(users.items()):
+            names = [subject.removeprefix("model ") for subject in subjects]
+            lines.append(f"  {variable}: {len(names)} ({', '.join(names)})")
+    return "\n".join(lines)
+
+
+def require_ready(config: Mapping[str, Any], source: str = "the configuration") -> None:
+    """Raise PreflightError listing every problem; return quietly when there is none."""
+    problems = check(config)
+    if problems:
+        raise PreflightError(report(problems, source))

@@ -1,0 +1,231 @@
+"""Model routes: where a run's requests go, read from a routes file in either of two formats.
+
+A run name such as `Qwen3.5-9B-Instant` is split into its route key (`Qwen3.5-9B`) and its mode
+(`Instant`); the route gives the endpoint, key and rate limits, the model family turns the mode
+into the provider's request switch (see docs/configuration.md, "Routes").
+
+Two file formats are read:
+
+- the benchmark authors' runtime file (`common_api_runtime.yaml`): `api.models.<route key>` with
+  `api_source`, `api_base` (or `base_url`), `api_key` (or `key`), `request_model`, `rpm_limit`,
+  `tpm_limit`, `rate_limit_reserve_ratio`, `estimated_tokens_per_request`; other keys of theirs
+  are ignored;
+- ours: `routes.<route key>` holding any model setting (`api_base`, `api_key`, `family`,
+  `channel`, `serve`, rate limits, ...), checked against the model schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dualcog.errors import ConfigError
+
+# The run-name rule of dualcog.inference.common.split_mode, kept here so that configuration
+# does not import the inference package (which imports configuration).
+MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking|Reasoning)$")
+
+# The authors' field names -> ours. Only these are read from their file.
+AUTHORS_FIELDS = {
+    "api_source": "api_source",
+    "api_base": "api_base",
+    "base_url": "api_base",
+    "api_key": "api_key",
+    "key": "api_key",
+    "request_model": "request_model",
+    "rpm_limit": "rpm_limit",
+    "tpm_limit": "tpm_limit",
+    "rate_limit_reserve_ratio": "rate_limit_reserve_ratio",
+    "estimated_tokens_per_request": "estimated_tokens_per_request",
+}
+# Fields resolved from the environment only when a request is sent (never stored resolved).
+SECRET_FIELDS = ("api_key", "api_base")
+# Non-secret fields that may be given as `${VAR}`: read once at start-up, so that the value
+# (which can change answers) is part of the run's settings.
+STARTUP_TEXT_FIELDS = ("request_model", "thinking_system_prefix")
+NUMERIC_FIELDS = (
+    "rpm_limit",
+    "tpm_limit",
+    "rate_limit_reserve_ratio",
+    "estimated_tokens_per_request",
+)
+LOCAL_SOURCES = frozenset({"local", "vllm", "localhost"})
+ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+# Family of a route whose entry does not say it, from its key, request model and base URL
+# (first match wins). The rows follow the provider conventions of docs/configuration.md.
+FAMILY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("intern_s1", re.compile(r"intern-?s1", re.IGNORECASE)),
+    ("internvl", re.compile(r"internvl", re.IGNORECASE)),
+    ("glm", re.compile(r"\bglm|mimo", re.IGNORECASE)),
+    ("dashscope", re.compile(r"kimi|qwen[\w.\-]*-(plus|flash)\b", re.IGNORECASE)),
+    ("qwen_vllm", re.compile(r"qwen|space(om|r|thinker)|vilasr", re.IGNORECASE)),
+    ("openrouter", re.compile(r"openrouter|claude|gemini|gpt|grok|muse", re.IGNORECASE)),
+)
+# Settings implied by an inferred family for some routes (Kimi takes no thinking budget).
+INFERRED_DEFAULTS: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = (
+    (re.compile(r"kimi", re.IGNORECASE), {"thinking_budget": None}),
+)
+
+
+def split_mode(run_name: str) -> tuple[str, str | None]:
+    match = MODE_SUFFIX.match(run_name)
+    return (run_name, None) if match is None else (match.group(1), match.group(2))
+
+
+def env_reference(value: Any) -> str | None:
+    """The variable name of a value that is exactly `${VAR}`, else None."""
+    if not isinstance(value, str):
+        return None
+    match = ENV_REFERENCE.match(value)
+    return match.group(1) if match else None
+
+
+def read_routes_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Route key -> settings in our field names, from a file in either format."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"routes_file {path} does not exist")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"routes_file {path} is not readable YAML: {error}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"routes_file {path}: the top level must be a mapping")
+    if "routes" in data:
+        routes = data["routes"]
+        if not isinstance(routes, Mapping):
+            raise ConfigError(f"routes_file {path}: `routes` must map route keys to settings")
+        return {str(k): dict(v or {}) for k, v in routes.items()}
+    api = data.get("api")
+    models = api.get("models") if isinstance(api, Mapping) else None
+    if not isinstance(models, Mapping):
+        raise ConfigError(
+            f"routes_file {path}: neither `routes:` (our format) nor `api.models:` "
+            "(the authors' common_api_runtime.yaml format) found"
+        )
+    return {str(key): authors_route(path, str(key), entry) for key, entry in models.items()}
+
+
+def authors_route(path: Path, key: str, entry: Any) -> dict[str, Any]:
+    """One `api.models.<key>` entry of the authors' file in our field names."""
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"routes_file {path}: api.models.{key} must be a mapping")
+    route: dict[str, Any] = {}
+    for theirs, ours in AUTHORS_FIELDS.items():
+        if theirs in entry and entry[theirs] is not None and ours not in route:
+            route[ours] = entry[theirs]
+    source = str(route.get("api_source", "")).strip().lower()
+    route["channel"] = "local" if source in LOCAL_SOURCES else "api"
+    return route
+
+
+def infer_family(route_key: str, route: Mapping[str, Any]) -> str | None:
+    """The request family of a route from its names; None when nothing matches."""
+    base = route.get("api_base")
+    base_text = "" if env_reference(base) else str(base or "")
+    if "openrouter" in base_text.lower():
+        return "openrouter"
+    if "dashscope" in base_text.lower():
+        return "dashscope"
+    names = f"{route_key} {route.get('request_model') or ''}"
+    for family, pattern in FAMILY_RULES:
+        if pattern.search(names):
+            return family
+    return None
+
+
+def route_key_of(model: Mapping[str, Any]) -> str:
+    return str(model.get("route") or split_mode(str(model["name"]))[0])
+
+
+def resolve_model(
+    model: Mapping[str, Any],
+    routes: Mapping[str, Mapping[str, Any]] | None,
+    routes_source: str,
+) -> dict[str, Any]:
+    """A model entry completed from its route; the model's own settings win.
+
+    Raises ConfigError naming the model for an unknown route and for a mode suffix whose
+    family is not known.
+    """
+    name = str(model["name"])
+    resolved = copy.deepcopy(dict(model))
+    if resolved.get("backend") != "openai":
+        return resolved
+    key = route_key_of(model)
+    has_endpoint = bool(model.get("api_base") or model.get("serve"))
+    route = (routes or {}).get(key)
+    if route is None and (model.get("route") or not has_endpoint):
+        if routes is None:
+            raise ConfigError(
+                f"model {name}: no api_base, serve block or routes_file to reach it "
+                f"(route key {key!r})"
+            )
+        known = ", ".join(sorted(routes)[:12])
+        raise ConfigError(
+            f"model {name}: no route {key!r} in {routes_source} (the run name without its "
+            f"-Instant/-Thinking/-Reasoning suffix, or the model's `route:`); routes there: "
+            f"{known}{' ...' if len(routes) > 12 else ''}"
+        )
+    if route is not None:
+        for field, value in route.items():
+            resolved.setdefault(field, copy.deepcopy(value))
+        resolved.setdefault("request_model", key)
+        if "family" not in model and "family" not in route:
+            family = infer_family(key, route)
+            if family is not None:
+                resolved["family"] = family
+                for pattern, defaults in INFERRED_DEFAULTS:
+                    if pattern.search(key):
+                        for field, value in defaults.items():
+                            resolved.setdefault(field, value)
+    read_startup_values(resolved)
+    if not (resolved.get("api_base") or resolved.get("serve")):
+        raise ConfigError(f"model {name}: route {key!r} gives no api_base (and no serve block)")
+    _, mode = split_mode(name)
+    if mode is not None and not resolved.get("family"):
+        raise ConfigError(
+            f"model {name}: its -{mode} suffix needs a `family` to say how to switch it "
+            f"(none given and none recognised from route {key!r}); set `family:` on the model"
+        )
+    if resolved.get("channel") is None:
+        resolved["channel"] = "local" if resolved.get("serve") else "api"
+    return resolved
+
+
+def read_startup_values(model: dict[str, Any]) -> None:
+    """Replace `${VAR}` in non-secret fields by the variable's value, in place.
+
+    An unset variable is left as it is for the preflight to report with the others.
+    """
+    name = str(model["name"])
+    for field in (*STARTUP_TEXT_FIELDS, *NUMERIC_FIELDS):
+        variable = env_reference(model.get(field))
+        if variable and variable in os.environ:
+            value = os.environ[variable]
+            model[field] = (
+                _number(value, name, field, variable) if field in NUMERIC_FIELDS else value
+            )
+    serve = model.get("serve")
+    if isinstance(serve, dict):
+        variable = env_reference(serve.get("model"))
+        if variable and variable in os.environ:
+            model["serve"] = {**serve, "model": os.environ[variable]}
+
+
+def _number(text: str, name: str, field: str, variable: str) -> float | int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(
+            f"model {name}: {field} is ${{{variable}}}, which is not a number"
+        ) from None
+    return int(value) if value.is_integer() else value

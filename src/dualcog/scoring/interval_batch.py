@@ -1,0 +1,138 @@
+"""Class-aware greedy interval matching of many samples at once, on flat arrays.
+
+The rule is `intervals.match_classes` (PROTOCOL §5, see docs/protocol.md): within one class of
+one sample, pairs are taken by tIoU descending, ties by lower gold index then lower predicted
+index, each interval at most once. Here every (sample, level, class) is a *group*; the
+intervals of all groups sit in flat arrays, and the greedy rule is applied to all groups
+together by rounds of locally dominant pairs: a pair that ranks first among the live pairs
+of both its gold and its predicted interval is exactly a pair the sequential greedy takes
+(nothing ranked above it can claim either side), so taking all such pairs, then dropping
+the pairs that touch a taken interval, reproduces the sequential result in a few rounds.
+Sums are accumulated in the plain implementation's order, so the numbers are identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dualcog.scoring.intervals import F1_THRESHOLD
+
+
+@dataclass(frozen=True)
+class GroupedIntervals:
+    """Intervals of many groups: group id per interval, in within-group order."""
+
+    group: np.ndarray  # int64, non-decreasing after `sorted_by_group`
+    start: np.ndarray  # float64
+    end: np.ndarray  # float64
+
+    def sorted_by_group(self) -> GroupedIntervals:
+        order = np.argsort(self.group, kind="stable")  # keeps the within-group order
+        return GroupedIntervals(self.group[order], self.start[order], self.end[order])
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """Per group: matches at tIoU >= 0.5, and the greedy-ordered sum of matched tIoU > 0."""
+
+    tp: np.ndarray  # int64 per group
+    tiou_sum: np.ndarray  # float64 per group, summed in the sequential greedy order
+
+
+def _offsets(group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.bincount(group, minlength=n_groups)
+    return counts, np.concatenate(([0], np.cumsum(counts)[:-1]))
+
+
+def candidate_pairs(
+    gold: GroupedIntervals, pred: GroupedIntervals, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(gold index, pred index, tIoU) of every same-group pair with tIoU > 0."""
+    g_count, g_start = _offsets(gold.group, n_groups)
+    p_count, p_start = _offsets(pred.group, n_groups)
+    per_group = g_count * p_count
+    total = int(per_group.sum())
+    if total == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.empty(0)
+    owner = np.repeat(np.arange(n_groups), per_group)
+    first = np.concatenate(([0], np.cumsum(per_group)[:-1]))
+    k = np.arange(total) - first[owner]
+    width = p_count[owner]
+    gi = g_start[owner] + k // width
+    pi = p_start[owner] + k % width
+    gs, ge = gold.start[gi], gold.end[gi]
+    ps, pe = pred.start[pi], pred.end[pi]
+    # The same float operations as intervals.tiou_matrix, so values are bit-identical.
+    with np.errstate(invalid="ignore"):
+        inter = np.clip(np.minimum(ge, pe) - np.maximum(gs, ps), 0, None)
+        union = (ge - gs) + (pe - ps) - inter
+        value = np.zeros(total)
+        np.divide(inter, union, out=value, where=union > 0)
+    keep = value > 0
+    return gi[keep], pi[keep], value[keep]
+
+
+def greedy_pairs(
+    gi: np.ndarray, pi: np.ndarray, value: np.ndarray, n_gold: int, n_pred: int
+) -> np.ndarray:
+    """Indices (into the pair arrays) of the pairs the sequential greedy takes, in its order.
+
+    Pairs must come from disjoint groups (a gold and a predicted interval belong to one
+    group), so one global order (tIoU descending, gold index, pred index) ranks every group.
+    """
+    if len(value) == 0:
+        return np.empty(0, np.int64)
+    order = np.lexsort((pi, gi, -value))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    alive = np.ones(len(order), bool)
+    gold_used = np.zeros(n_gold, bool)
+    pred_used = np.zeros(n_pred, bool)
+    taken = []
+    sentinel = np.iinfo(np.int64).max
+    while alive.any():
+        live = np.flatnonzero(alive)
+        best_gold = np.full(n_gold, sentinel)
+        best_pred = np.full(n_pred, sentinel)
+        np.minimum.at(best_gold, gi[live], rank[live])
+        np.minimum.at(best_pred, pi[live], rank[live])
+        chosen = live[(best_gold[gi[live]] == rank[live]) & (best_pred[pi[live]] == rank[live])]
+        taken.append(chosen)
+        gold_used[gi[chosen]] = True
+        pred_used[pi[chosen]] = True
+        alive[live] = ~(gold_used[gi[live]] | pred_used[pi[live]])
+    chosen = np.concatenate(taken)
+    return chosen[np.argsort(rank[chosen])]
+
+
+def sequential_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the left-to-right float sum of its values in the order given (as Python's
+    `sum` over a list), so that results match the plain implementation bit for bit."""
+    out = np.zeros(n_groups)
+    if len(values) == 0:
+        return out
+    order = np.argsort(group, kind="stable")
+    group, values = group[order], values[order]
+    counts, start = _offsets(group, n_groups)
+    by_count = np.argsort(-counts, kind="stable")
+    descending = -counts[by_count]  # ascending, for searchsorted
+    for k in range(int(counts.max())):
+        rows = by_count[: np.searchsorted(descending, -k, side="left")]  # count > k
+        out[rows] = out[rows] + values[start[rows] + k]
+    return out
+
+
+def match_groups(gold: GroupedIntervals, pred: GroupedIntervals, n_groups: int) -> MatchResult:
+    """tp (tIoU >= 0.5) and greedy-ordered tIoU sum (tIoU > 0) of every group."""
+    gold, pred = gold.sorted_by_group(), pred.sorted_by_group()
+    gi, pi, value = candidate_pairs(gold, pred, n_groups)
+    n_gold, n_pred = len(gold.group), len(pred.group)
+    strong = value >= F1_THRESHOLD
+    hits = greedy_pairs(gi[strong], pi[strong], value[strong], n_gold, n_pred)
+    tp = np.bincount(gold.group[gi[strong][hits]], minlength=n_groups).astype(np.int64)
+    taken = greedy_pairs(gi, pi, value, n_gold, n_pred)
+    tiou_sum = sequential_sums(value[taken], gold.group[gi[taken]], n_groups)
+    return MatchResult(tp=tp, tiou_sum=tiou_sum)

@@ -1,0 +1,291 @@
+"""Local model servers managed by the workflow: start `vllm serve`, wait until healthy, stop.
+
+A model (or its route) with a `serve:` block is served by the workflow itself: one job per
+served model starts the server on a free port, sends all of that model's requests through the
+ordinary `openai` backend, and stops the server whatever happens (success, error, Ctrl-C,
+SIGTERM). The server runs in its own process group, so stopping it stops its workers too
+(SIGTERM, then SIGKILL after a grace period); on Linux it is also told to exit if the job dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dualcog.errors import DualCogError
+from dualcog.routes import route_key_of
+
+DEFAULT_COMMAND = ("vllm", "serve")
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HEALTH_TIMEOUT_S = 1800.0  # loading a large checkpoint from a network disk is slow
+LOG_TAIL_LINES = 40
+PR_SET_PDEATHSIG = 1
+
+
+class ServeError(DualCogError):
+    """A managed server did not start, did not become healthy, or died while in use."""
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """How to start one model's server."""
+
+    model: str
+    served_name: str
+    args: tuple[str, ...] = ()
+    gpus: int = 1
+    command: tuple[str, ...] = DEFAULT_COMMAND
+    host: str = DEFAULT_HOST
+    health_timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S
+    env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self, port: int) -> list[str]:
+        return [
+            *self.command,
+            self.model,
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "--served-model-name",
+            self.served_name,
+            *self.args,
+        ]
+
+
+def serve_spec(model: Mapping[str, Any]) -> ServeSpec:
+    """The server of a model config that has a `serve:` block."""
+    serve = model.get("serve")
+    if not isinstance(serve, Mapping) or not serve.get("model"):
+        raise ServeError(f"model {model['name']}: no serve block with a `model` to serve")
+    served_name = serve.get("served_name") or model.get("request_model") or route_key_of(model)
+    return ServeSpec(
+        model=str(serve["model"]),
+        served_name=str(served_name),
+        args=tuple(str(a) for a in serve.get("args") or ()),
+        gpus=int(serve.get("gpus", 1)),
+        command=tuple(str(c) for c in serve.get("command") or DEFAULT_COMMAND),
+        host=str(serve.get("host") or DEFAULT_HOST),
+        health_timeout_s=float(serve.get("health_timeout_s", DEFAULT_HEALTH_TIMEOUT_S)),
+        env={str(k): str(v) for k, v in (serve.get("env") or {}).items()},
+    )
+
+
+@dataclass(frozen=True)
+class ServedGroup:
+    """Runs that share one server (e.g. a model's -Instant and -Thinking runs)."""
+
+    key: str
+    runs: tuple[str, ...]
+    gpus: int
+
+    @property
+    def rule_name(self) -> str:
+        return "infer_served_" + re.sub(r"\W", "_", self.key)
+
+
+def served_groups(models: list[Mapping[str, Any]]) -> list[ServedGroup]:
+    """Served runs grouped by route key and identical serve block, in config order."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for model in models:
+        if model.get("backend") == "openai" and model.get("serve"):
+            block = json.dumps(model["serve"], sort_keys=True, default=str)
+            groups.setdefault((route_key_of(model), block), []).append(model)
+    result = []
+    used: set[str] = set()
+    for (key, _), members in groups.items():
+        name = key
+        suffix = 2
+        while name in used:  # one route served two ways: keep the rule names apart
+            name, suffix = f"{key}-{suffix}", suffix + 1
+        used.add(name)
+        spec = serve_spec(members[0])
+        result.append(ServedGroup(name, tuple(str(m["name"]) for m in members), spec.gpus))
+    return result
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """Child side of Popen (Linux): get SIGTERM if the job process dies without cleaning up."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def group_members(group: int) -> list[int]:
+    """Live (non-zombie) processes of a process group; via /proc where there is one."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [group]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state, ppid, pgrp, ...
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no server log)"
+    tail = text.splitlines()[-lines:]
+    return "\n".join(tail) if tail else "(the server log is empty)"
+
+
+class ManagedServer:
+    """One server process group: `with ManagedServer(spec, log) as server: ... server.api_base`."""
+
+    def __init__(
+        self,
+        spec: ServeSpec,
+        log_path: str | Path,
+        stop_grace_s: float = 30.0,
+        poll_s: float = 0.25,
+        label: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.log_path = Path(log_path)
+        self.stop_grace_s = stop_grace_s
+        self.poll_s = poll_s
+        self.label = label or spec.served_name
+        self.port: int | None = None
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def api_base(self) -> str:
+        return f"http://{self.spec.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def start(self) -> None:
+        self.port = free_port(self.spec.host)
+        argv = self.spec.argv(self.port)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.spec.env}
+        with open(self.log_path, "ab") as log:
+            log.write(f"$ {' '.join(argv)}\n".encode())
+            log.flush()
+            try:
+                self.process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,  # own process group: stopped as a whole
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                )
+            except FileNotFoundError:
+                raise ServeError(
+                    f"{self.label}: server command {argv[0]!r} not found (install vLLM: "
+                    "envs/vllm.yaml, or run with --sdm conda)"
+                ) from None
+
+    def wait_healthy(self) -> None:
+        """Return once GET /health answers 200; raise with the log's tail otherwise."""
+        deadline = time.monotonic() + self.spec.health_timeout_s
+        url = f"http://{self.spec.host}:{self.port}/health"
+        while True:
+            self.check_alive()
+            try:
+                with urllib.request.urlopen(url, timeout=5) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            if time.monotonic() >= deadline:
+                raise ServeError(
+                    f"{self.label}: the server was not healthy after "
+                    f"{self.spec.health_timeout_s:g} s ({url}); last lines of "
+                    f"{self.log_path}:\n{log_tail(self.log_path)}"
+                )
+            time.sleep(self.poll_s)
+
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise ServeError(
+                f"{self.label}: the server exited with code {self.process.returncode}; "
+                f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+            )
+
+    def stop(self) -> None:
+        """SIGTERM to the whole process group, SIGKILL after the grace period."""
+        process = self.process
+        if process is None:
+            return
+        group = process.pid  # start_new_session made it the group leader
+        deadline = time.monotonic() + self.stop_grace_s
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=self.stop_grace_s)
+        # Workers may outlive the leader: wait for the whole group, then kill what is left.
+        while group_members(group) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+
+    def __enter__(self) -> ManagedServer:
+        self.start()
+        try:
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def exit_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into SystemExit so that `finally` blocks (server stop) run."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,210 @@
+"""Result stamps: which code, settings and data produced a number.
+
+A stamp is a small JSON object written beside every output a person reads (tables, the
+leaderboard, the explorer, `metrics.parquet` metadata). Its per-model entry is a digest of
+only that model's answer-deciding settings (`dualcog.config.model_fingerprint`), its scoring
+settings and its replayed files, so changing one model changes one entry.
+
+The git commit and the date describe the checkout and moment that wrote the stamp; they are
+recorded, not triggers (a new commit that changes no stage version reruns nothing).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import subprocess
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dualcog.config import model_fingerprint
+from dualcog.media import file_digest
+from dualcog.versions import (
+    INGEST_VERSION,
+    PARSER_VERSION,
+    PROTOCOL_REVISION,
+    RENDER_VERSION,
+    SCORER_VERSION,
+    TABLES_VERSION,
+)
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+METADATA_KEY = b"dualcog.stamp"  # Parquet schema metadata key holding the stamp JSON
+
+STAGE_VERSIONS = {
+    "ingest": INGEST_VERSION,
+    "render": RENDER_VERSION,
+    "parser": PARSER_VERSION,
+    "scorer": SCORER_VERSION,
+    "tables": TABLES_VERSION,
+}
+
+
+def project_version(root: Path = SOURCE_ROOT) -> str:
+    """The version in the checkout's pyproject.toml, else the installed package's."""
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        with open(pyproject, "rb") as handle:
+            version = tomllib.load(handle).get("project", {}).get("version")
+        if version:
+            return str(version)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dualcog")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def git_state(root: Path = SOURCE_ROOT) -> dict[str, Any] | None:
+    """Commit of the checkout holding the code, and whether tracked files differ from it.
+
+    None outside a git checkout or without git: a stamp never fails for want of it.
+    """
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), *args],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    inside = git("rev-parse", "--show-toplevel")
+    if not inside or Path(inside).resolve() != root.resolve():
+        return None  # the code is not the top of a checkout (e.g. an installed wheel)
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status)}
+
+
+def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
+    """What decides one model's scores: answer settings, scoring settings, replayed files.
+
+    `replay` paths are kept so `build_stamp` can digest the files' bytes.
+    """
+    replay = model.get("replay") or []
+    return {
+        "backend": model.get("backend"),
+        "answer_settings_digest": model_fingerprint(model),
+        "bbox_scale": model.get("bbox_scale"),
+        "replay": [replay] if isinstance(replay, str) else list(replay),
+    }
+
+
+def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    replayed = {
+        str(path): file_digest(path if Path(path).is_absolute() else base / path)
+        for path in entry.get("replay") or []
+    }
+    payload = {
+        "answer_settings_digest": entry["answer_settings_digest"],
+        "bbox_scale": entry.get("bbox_scale"),
+        "replay": replayed,
+    }
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    return {"digest": digest, "backend": entry.get("backend"), **payload}
+
+
+def manifest_digests(manifests: Sequence[str | Path], data_root: str | Path) -> dict[str, str]:
+    """SHA-256 of each manifest file, keyed by its path relative to the data root."""
+    root = Path(data_root).resolve()
+    out = {}
+    for path in sorted(Path(p) for p in manifests):
+        resolved = path.resolve()
+        key = resolved.relative_to(root) if resolved.is_relative_to(root) else path
+        out[key.as_posix()] = file_digest(path)
+    return out
+
+
+def build_stamp(
+    models: Mapping[str, Mapping[str, Any]],
+    manifests: Sequence[str | Path],
+    data_root: str | Path,
+    *,
+    now: dt.datetime | None = None,
+    base: str | Path = ".",
+    root: Path = SOURCE_ROOT,
+) -> dict[str, Any]:
+    """The stamp of outputs computed from `models` (name -> `model_entry`) and `manifests`.
+
+    Relative replay paths are read from `base` (the workflow's working directory).
+    """
+    now = now or dt.datetime.now(dt.UTC)
+    data = manifest_digests(manifests, data_root)
+    return {
+        "project": "dualcog",
+        "version": project_version(root),
+        "git": git_state(root),
+        "protocol_revision": PROTOCOL_REVISION,
+        "stage_versions": dict(STAGE_VERSIONS),
+        "models": {name: _model_stamp(entry, Path(base)) for name, entry in models.items()},
+        "data": {
+            "digest": hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16],
+            "manifests": data,
+        },
+        "created": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def stamp_for_models(stamp: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """The same stamp restricted to some models (an output about one model)."""
+    return {**stamp, "models": {n: stamp["models"][n] for n in names if n in stamp["models"]}}
+
+
+def stamp_summary(stamp: Mapping[str, Any]) -> str:
+    """One line for a human: version, commit, protocol, stage versions, data digest, date."""
+    git = stamp.get("git")
+    commit = "no git checkout"
+    if git:
+        commit = f"commit {git['commit'][:12]}" + (" (modified)" if git.get("dirty") else "")
+    versions = stamp.get("stage_versions", {})
+    return (
+        f"dualcog {stamp.get('version')} ({commit}); protocol revision "
+        f"{stamp.get('protocol_revision')}; {versions.get('parser')}, {versions.get('scorer')}; "
+        f"data {stamp.get('data', {}).get('digest')}; created {stamp.get('created')}"
+    )
+
+
+def model_digests_line(stamp: Mapping[str, Any]) -> str:
+    models = stamp.get("models", {})
+    return "Model settings digests: " + ", ".join(
+        f"{name} {entry['digest']}" for name, entry in models.items()
+    )
+
+
+def read_stamp(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def write_stamp(stamp: Mapping[str, Any], path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def stamp_metadata(path: str | Path) -> dict[bytes, bytes]:
+    """Parquet schema metadata carrying the stamp file's JSON."""
+    return {METADATA_KEY: json.dumps(read_stamp(path), sort_keys=True).encode()}
+
+
+def parquet_stamp(path: str | Path) -> dict[str, Any] | None:
+    """The stamp stored in a Parquet file's schema metadata, if any."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.read_schema(path).metadata or {}
+    raw = metadata.get(METADATA_KEY)
+    return json.loads(raw) if raw else None

@@ -1,0 +1,102 @@
+"""A stand-in for `vllm serve`, started by the workflow exactly like the real one.
+
+    python fake_vllm.py MODEL --host H --port P --served-model-name NAME [options]
+
+Serves GET /health and POST /v1/chat/completions (a valid answer for image and video tasks).
+It appends "start <pid> <child pid> <model>" to --starts-file and starts one child process in
+its own process group (as vLLM starts workers), so tests can check that both are gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+IMAGE_ANSWER = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,0.6,0.6]}'
+BEHAVIOR_ANSWER = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
+VISIBILITY_ANSWER = '{"visible_count":1,"visible_intervals_sec":[[0.0,1.0]]}'
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model")
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--served-model-name", required=True)
+    parser.add_argument("--starts-file", required=True)
+    parser.add_argument("--startup-delay", type=float, default=0.0)
+    parser.add_argument("--never-healthy", action="store_true")
+    parser.add_argument("--reply-delay", type=float, default=0.0)
+    parser.add_argument("--ignore-term", action="store_true")
+    args = parser.parse_args()
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    with open(args.starts_file, "a", encoding="utf-8") as handle:
+        handle.write(f"start {os.getpid()} {child.pid} {args.model}\n")
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(f"loading {args.model} as {args.served_model_name}", flush=True)
+    time.sleep(args.startup_delay)
+    ready = not args.never_healthy
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            if self.path == "/health":
+                self._send(200 if ready else 503, {})
+            else:
+                self._send(404, {})
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if body.get("model") != args.served_model_name:
+                self._send(404, {"error": {"message": f"no model {body.get('model')}"}})
+                return
+            time.sleep(args.reply_delay)
+            system = body["messages"][0]["content"]
+            if "visible_count" in system:
+                text = VISIBILITY_ANSWER
+            elif '"answers"' in system:
+                text = BEHAVIOR_ANSWER
+            else:
+                text = IMAGE_ANSWER
+            print("request", body["model"], flush=True)
+            message = {"role": "assistant", "content": text}
+            usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            self._send(
+                200,
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [choice],
+                    "usage": usage,
+                },
+            )
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    print(f"serving on {args.host}:{args.port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

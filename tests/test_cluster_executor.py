@@ -1,0 +1,202 @@
+"""The workflow through cluster executors: cluster-generic with our local batch queue, SLURM.
+
+Every job of a cluster-generic run is submitted by `profiles/cluster-generic/submit.py` as its
+own detached process, polled through `status.py` and hands its outputs over the shared file
+system. The SLURM run goes through snakemake-executor-plugin-slurm to a one-node SLURM cluster
+(`scripts/ci/start_slurm.sh`). The tables must come out byte-identical to a local run's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from workflow_runner import REPO, run_snakemake, write_config
+
+PROFILE = REPO / "profiles" / "cluster-generic"
+DEMO_MODELS = ("oracle", "sim-chatty-Thinking")  # both video modes; non-trivial scores
+TASKS = ["landmark_position", "action_decision", "behavior"]
+INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
+               "render_video_prompts")  # fmt: skip
+SCORING_RULES = ("parse", "score", "collect_metrics", "tables")
+
+
+def _queue(command: str, *args: str, spool: Path) -> str:
+    result = subprocess.run(
+        [str(PROFILE / f"{command}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "DUALCOG_QUEUE_SPOOL": str(spool)},
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def _wait_for(spool: Path, job_id: str, wanted: str, timeout_s: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    state = _queue("status", job_id, spool=spool)
+    while state != wanted and time.monotonic() < deadline:
+        time.sleep(0.1)
+        state = _queue("status", job_id, spool=spool)
+    return state
+
+
+def _script(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    return str(path)
+
+
+def test_queue_reports_success_failure_and_cancel(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    marker = tmp_path / "ran"
+    ok = _queue("submit", _script(tmp_path, "ok.sh", f"echo hi > {marker}"), spool=spool)
+    bad = _queue("submit", _script(tmp_path, "bad.sh", "exit 3"), spool=spool)
+    slow = _queue("submit", _script(tmp_path, "slow.sh", "sleep 60"), spool=spool)
+    assert len({ok, bad, slow}) == 3
+    assert _wait_for(spool, ok, "success") == "success"
+    assert marker.read_text() == "hi\n"
+    assert _wait_for(spool, bad, "failed") == "failed"
+    assert _queue("status", slow, spool=spool) == "running"
+    _queue("cancel", slow, spool=spool)
+    assert _wait_for(spool, slow, "failed") == "failed"
+
+
+def test_queue_reports_a_vanished_job_as_failed(tmp_path: Path) -> None:
+    """A job killed without the chance to record its status (node lost) is failed, not running."""
+    spool = tmp_path / "spool"
+    job = _queue("submit", _script(tmp_path, "slow.sh", "sleep 60"), spool=spool)
+    assert _queue("status", job, spool=spool) == "running"
+    pid = int((spool / job / "pid").read_text())
+    os.killpg(pid, 9)
+    assert _wait_for(spool, job, "failed") == "failed"
+    assert not (spool / job / "returncode").exists()
+
+
+def test_queue_refuses_a_path_as_job_id(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(PROFILE / "status.py"), "../etc"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DUALCOG_QUEUE_SPOOL": str(tmp_path)},
+    )
+    assert result.returncode != 0 and "not a job id" in result.stderr
+
+
+def _demo_config(models: tuple[str, ...] = DEMO_MODELS, tasks: list[str] = TASKS) -> dict:
+    """The demo configuration cut to a few models and tasks (CI time)."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["data_root"] = str(REPO / "resources" / "demo")
+    config["tasks"] = tasks
+    config["models"] = [m for m in config["models"] if m["name"] in models]
+    for model in config["models"]:
+        if "replay" in model:
+            model["replay"] = [str(REPO / path) for path in model["replay"]]
+    return config
+
+
+def _plugin_installed() -> bool:
+    if importlib.util.find_spec("snakemake_executor_plugin_cluster_generic"):
+        return True
+    if os.environ.get("CI"):
+        pytest.fail("snakemake-executor-plugin-cluster-generic is missing (test extra)")
+    pytest.skip("snakemake-executor-plugin-cluster-generic is not installed")
+
+
+def test_cluster_run_equals_local_run(tmp_path: Path) -> None:
+    _plugin_installed()
+    local, cluster = tmp_path / "local", tmp_path / "cluster"
+    for workdir in (local, cluster):
+        write_config(workdir, _demo_config())
+    run_snakemake(local)
+    result = run_snakemake(cluster, "--profile", str(PROFILE))
+
+    # Every job but the target `all` went through the queue and recorded exit status 0.
+    jobs = sorted((cluster / ".snakemake" / "localqueue").iterdir())
+    submitted = result.stderr.count("with external jobid")
+    assert submitted == len(jobs) > 10
+    assert all((job / "returncode").read_text() == "0" for job in jobs)
+    ran = {line.split()[-1] for job in jobs for line in job.joinpath("output.log").open()
+           if line.startswith("localrule ")}  # fmt: skip
+    assert {"ingest:", "infer:", "parse:", "score:", "collect_metrics:", "tables:"} <= ran
+
+    _assert_same_results(local, cluster)
+
+    # Nothing left to do: the cluster run's outputs and metadata are complete.
+    again = run_snakemake(cluster, "--profile", str(PROFILE), "--dry-run")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def _assert_same_results(local: Path, cluster: Path) -> None:
+    tables = sorted(p.name for p in (local / "results" / "tables").iterdir())
+    assert tables == sorted(p.name for p in (cluster / "results" / "tables").iterdir())
+    assert len(tables) == 5 * 4  # five tables in four formats
+    for name in tables:
+        assert (local / "results/tables" / name).read_bytes() == (
+            cluster / "results/tables" / name
+        ).read_bytes(), name
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(local / "results/metrics/metrics.parquet"),
+        pd.read_parquet(cluster / "results/metrics/metrics.parquet"),
+    )
+
+
+def _slurm_is_up() -> None:
+    if shutil.which("scontrol"):
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+        if "is UP" in ping.stdout:
+            return
+    message = "no SLURM controller is up (start one with scripts/ci/start_slurm.sh as root)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_slurm_run_equals_local_run(tmp_path: Path) -> None:
+    """The same workflow through snakemake-executor-plugin-slurm (sbatch, squeue, srun)."""
+    _slurm_is_up()
+    if not importlib.util.find_spec("snakemake_executor_plugin_slurm"):
+        pytest.fail("snakemake-executor-plugin-slurm is missing (test extra)")
+    partition = (
+        subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, check=True)
+        .stdout.split()[0]
+        .rstrip("*")
+    )
+    # One model (frames mode, non-trivial scores), one image and one video task: SLURM jobs
+    # cost two Snakemake start-ups each (the batch script and its srun step).
+    config = _demo_config(("sim-chatty-Thinking",), ["landmark_position", "behavior"])
+    local, cluster = tmp_path / "local", tmp_path / "slurm"
+    for workdir in (local, cluster):
+        write_config(workdir, config)
+    run_snakemake(local)
+    result = run_snakemake(
+        cluster,
+        "--executor", "slurm", "--jobs", "4", "--latency-wait", "10",
+        # Finished jobs stay in squeue for MinJobAge (an hour in start_slurm.sh); CI has no
+        # accounting database for sacct.
+        "--slurm-status-command", "squeue",
+        "--slurm-init-seconds-before-status-checks", "1",
+        "--seconds-between-status-checks", "1",
+        "--default-resources", f"slurm_partition={partition}", "mem_mb=500", "runtime=10",
+        "--slurm-keep-successful-logs",
+        # The inputs chain and the scoring chain run as one SLURM job each (group jobs, as on
+        # a real cluster for many small steps); the two inference jobs on their own.
+        "--groups", *(f"{rule}=inputs" for rule in INPUT_RULES),
+        *(f"{rule}=scoring" for rule in SCORING_RULES),
+    )  # fmt: skip
+    submitted = result.stderr.count("has been submitted with SLURM jobid")
+    assert submitted == 4  # inputs, two infer jobs, scoring
+    slurm_logs = cluster / ".snakemake" / "slurm_logs"
+    jobs = sorted(log.relative_to(slurm_logs).parts[0] for log in slurm_logs.rglob("*.log"))
+    assert [job.split("_")[:2] for job in jobs] == [
+        ["group", "inputs"], ["group", "scoring"], ["rule", "infer"], ["rule", "infer"]
+    ]  # fmt: skip
+    _assert_same_results(local, cluster)

@@ -1,0 +1,255 @@
+"""Explorer internals: matches against hand-computed cases, box placement, page and chunks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from score_fixtures import (
+    behavior_parsed,
+    behavior_sample,
+    image_parsed,
+    image_sample,
+    parsed_frame,
+    samples_frame,
+    visibility_parsed,
+    visibility_sample,
+)
+
+from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
+from dualcog.explorer.media import MAX_FRAMES, grid_times
+from dualcog.explorer.page import (
+    CHUNK_BYTES_LIMIT,
+    CHUNK_SIZE,
+    PAGE_BYTES_LIMIT,
+    task_filters,
+    write_explorer,
+)
+from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.scoring import score_samples
+
+
+def test_visibility_matches_hand_computed() -> None:
+    # gold [0,2] vs pred [0.5,2]: 1.5 / 2 = 0.75 (match); gold [3,5] vs pred [2.9,4]:
+    # 1 / 2.1 = 0.476 (overlap below 0.5: missed); pred [6,7] overlaps nothing (false positive);
+    # pred [9, 12] ends past D + 1 = 9: invalid (a false positive that is not drawn).
+    match, counts = visibility_matches(
+        [[0, 2], [3, 5]], [[0.5, 2], [2.9, 4], [6, 7], [9, 12]], duration=8.0
+    )
+    assert match.matched == [(0, 0, pytest.approx(0.75))]
+    assert match.missed == [1]
+    assert match.false_positive == [1, 2]
+    assert match.overlap == {0: pytest.approx(0.75), 1: pytest.approx(1 / 2.1)}
+    assert match.invalid_pred == 1
+    assert (counts.tp, counts.fp, counts.fn) == (1, 3, 1)
+
+
+def test_visibility_prediction_is_clipped_as_scored() -> None:
+    match, _ = visibility_matches([[1, 4]], [[1, 4.5]], duration=4.0)  # ends within D + 1 s
+    assert match.pred == [(1.0, 4.0)]
+    assert match.matched == [(0, 0, 1.0)]
+
+
+def test_behavior_matches_split_levels_and_merge_repeats() -> None:
+    options = [
+        {"option_id": "A", "level": "atomic"},
+        {"option_id": "B", "level": "composite"},
+        {"option_id": "C", "level": "atomic"},
+    ]
+    gold = [
+        {"option_id": "A", "level": "atomic", "intervals": [[0, 2], [4, 6]]},
+        {"option_id": "B", "level": "composite", "intervals": [[0, 6]]},
+    ]
+    answers = [
+        {"option_id": "A", "intervals": [[0, 2]]},
+        {"option_id": "A", "intervals": [[4.5, 6]]},  # a repeat: merged into class A
+        {"option_id": "C", "intervals": [[1, 2]]},  # not gold: a false-positive class
+    ]
+    levels = behavior_matches(options, gold, answers, duration=6.0)
+    composite = {c.label: c for c in levels["composite"]}
+    atomic = {c.label: c for c in levels["atomic"]}
+    assert composite["B"].missed == [0] and composite["B"].pred == []
+    assert atomic["A"].matched == [(0, 0, 1.0), (1, 1, pytest.approx(0.75))]
+    assert atomic["C"].gold == [] and atomic["C"].false_positive == [0]
+
+
+def _image_case():
+    fo = image_sample(
+        "fo1",
+        task="future_observation",
+        gold_option="B",
+        gold_bbox=(0.1, 0.1, 0.3, 0.3),
+        candidates={"A": (0.5, 0.5, 0.9, 0.9), "B": (0.1, 0.1, 0.3, 0.3),
+                    "C": (0, 0, 1, 1), "D": (0, 0, 1, 1)},
+    )  # fmt: skip
+    fo["media"] = [{"role": "reference", "path": "r", "resolved_path": "/r.jpg"}] + [
+        {"role": f"candidate_{o}", "path": o, "resolved_path": f"/{o}.jpg"} for o in "ABCD"
+    ]
+    lp = image_sample("lp1", gold_option="A", gold_bbox=(0.2, 0.2, 0.6, 0.6))
+    lp["media"] = [
+        {"role": "reference", "path": "r", "resolved_path": "/r.jpg"},
+        {"role": "target", "path": "t", "resolved_path": "/t.jpg"},
+    ]
+    samples = samples_frame([fo, lp])
+    parsed = parsed_frame(
+        [
+            image_parsed("fo1", "compatible", ["A"], (0.5, 0.5, 0.8, 0.9),
+                         task="future_observation"),
+            image_parsed("lp1", "compatible", ["A"], (0.2, 0.2, 0.6, 0.5)),
+        ]
+    )  # fmt: skip
+    return samples, parsed
+
+
+def _media(paths) -> MediaIndex:
+    return MediaIndex({p: (f"media/{p.strip('/')}", 320, 240) for p in paths}, {})
+
+
+def _responses(ids, task_of) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"sample_id": ids, "task": [task_of[i] for i in ids], "raw_text": ["{}"] * len(ids),
+         "status": ["ok"] * len(ids), "error_type": [None] * len(ids)}
+    )  # fmt: skip
+
+
+def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
+    samples, parsed = _image_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    fo, lp = sample_records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
+    boxes = {im["role"]: im["boxes"] for im in fo["images"]}
+    assert boxes["reference"] == [] and boxes["candidate_C"] == []
+    assert boxes["candidate_B"] == [{"kind": "gold", "xyxy": [0.1, 0.1, 0.3, 0.3]}]
+    assert boxes["candidate_A"] == [
+        {"kind": "scored-against", "xyxy": [0.5, 0.5, 0.9, 0.9]},
+        {"kind": "pred", "xyxy": [0.5, 0.5, 0.8, 0.9]},
+    ]
+    # IoU is the scorer's: against the chosen candidate A, 0.3*0.4 / (0.4*0.4) = 0.75.
+    assert fo["iou"] == pytest.approx(0.75) and fo["bbox_hit"] and not fo["option_correct"]
+    assert [o["id"] for o in fo["options"] if o["gold"]] == ["B"]
+    assert [o["id"] for o in fo["options"] if o["chosen"]] == ["A"]
+    assert fo["outcomes"] == {"future_observation": 2}  # right box only
+    target = next(im for im in lp["images"] if im["role"] == "target")
+    assert [b["kind"] for b in target["boxes"]] == ["gold", "pred"]
+    assert lp["iou"] == pytest.approx(0.75) and lp["outcomes"] == {"landmark_position": 3}
+
+
+def _video_case():
+    behavior = behavior_sample(
+        "b1", {"A": "atomic", "B": "composite"},
+        [("A", "atomic", [[0, 2]]), ("B", "composite", [[0, 6]])], True, duration=6.0,
+    )  # fmt: skip
+    visibility = visibility_sample("v1", 1, [[1, 3]], duration=6.0)
+    for sample in (behavior, visibility):
+        sample["media"] = [{"role": "video", "path": "v", "resolved_path": "/v.mp4"}]
+    samples = samples_frame([behavior, visibility])
+    parsed = parsed_frame(
+        [
+            behavior_parsed("b1", [("A", [[0, 2]]), ("B", [[3, 6]])], "compatible"),
+            visibility_parsed("v1", 2, [[1, 3], [4, 5]], "compatible"),
+        ]
+    )
+    return samples, parsed
+
+
+def test_video_records_carry_the_scorers_matches_and_frames() -> None:
+    samples, parsed = _video_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    media = MediaIndex({}, {"/v.mp4": ([f"f{i}.jpg" for i in range(13)],
+                                       [i * 0.5 for i in range(13)])})  # fmt: skip
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    behavior, visibility = sample_records(
+        samples, parsed, scores, _responses(["b1", "v1"], tasks), media
+    )
+    composite = behavior["levels"]["composite"]
+    # B: gold [0,6] vs predicted [3,6]: tIoU 3/6 = 0.5, which matches (tIoU >= 0.5).
+    assert composite["classes"][0]["matched"] == [(0, 0, 0.5)] and composite["tp"] == 1
+    assert composite["classes"][0]["missed"] == [] and composite["set_exact"]
+    atomic = behavior["levels"]["atomic"]
+    assert atomic["classes"][0]["matched"] == [(0, 0, 1.0)] and atomic["tp"] == 1
+    assert behavior["outcomes"] == {"composite_behavior": 3, "atomic_behavior": 3}
+    assert [f["file"] for f in behavior["strip"]] == ["f0.jpg", "f6.jpg"]
+    vis = visibility["levels"]["visibility"]
+    assert vis["classes"][0]["false_positive"] == [1] and vis["tp"] == 1 and vis["fp"] == 1
+    assert visibility["count"] == 2 and visibility["gold_count"] == 1
+    assert not visibility["count_correct"]
+    assert visibility["outcomes"] == {"landmark_visibility": 2}
+
+
+def test_stale_scores_are_refused() -> None:
+    samples, parsed = _video_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    scores.loc[scores["task"] == "landmark_visibility", "interval_tp"] = 0
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    with pytest.raises(ExplorerError, match="sample v1, landmark_visibility"):
+        sample_records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
+                       MediaIndex({}, {}))  # fmt: skip
+
+
+def test_task_filters_accept_scored_tasks_and_families() -> None:
+    filters = task_filters(["landmark_position", "self_position", "behavior"])
+    assert filters["atomic_behavior"] == {"tasks": [2], "slot": "b"}
+    assert filters["composite_behavior"] == {"tasks": [2], "slot": "a"}
+    assert filters["position"] == {"tasks": [0, 1], "slot": "a"}
+    assert "action_observation" not in filters
+    assert filters["overall"] == {"tasks": [0, 1, 2], "slot": "ab"}
+
+
+def test_page_sizes_at_paper_scale(tmp_path: Path) -> None:
+    """The stated limits (docs/explorer.md) hold for a benchmark-sized synthetic run."""
+    spec = importlib.util.spec_from_file_location(
+        "explorer_scale", Path(__file__).parents[1] / "benchmarks" / "explorer_scale.py"
+    )
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    samples, parsed, responses = scale.synthetic_run(np.random.default_rng(0))
+    scores = score_samples(samples, parsed, ("compatible",))
+    records = sample_records(samples, parsed, scores, responses, scale.media_index(samples))
+    assert sum(r is not None for r in records) == 4096 + 2048
+    files = write_explorer("m", records, tmp_path / "m.html", tmp_path / "data",
+                           all_models=["m"], stamp=None)  # fmt: skip
+    sizes = files.sizes()
+    assert sizes["page_bytes"] < PAGE_BYTES_LIMIT
+    assert sizes["largest_chunk_bytes"] < CHUNK_BYTES_LIMIT
+
+
+def test_grid_times_are_bounded() -> None:
+    assert grid_times(2.0) == [0.0, 0.5, 1.0, 1.5, 2.0]
+    long = grid_times(600.0)
+    assert len(long) <= MAX_FRAMES and long[-1] <= 600.0
+
+
+def test_page_and_chunks(tmp_path: Path) -> None:
+    samples, parsed = _image_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    records = sample_records(
+        samples, parsed, scores, _responses(["fo1", "lp1"], tasks),
+        _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"]),
+    )  # fmt: skip
+    records = records + [None] * CHUNK_SIZE  # a chunk with no sample of this run
+    (tmp_path / "data" / "m").mkdir(parents=True)
+    (tmp_path / "data" / "m" / "c00009.js").write_text("stale")
+    files = write_explorer(
+        "m", records, tmp_path / "m.html", tmp_path / "data" / "m",
+        all_models=["m", "other"], stamp={"version": "0.1.0", "stage_versions": {}},
+    )  # fmt: skip
+    assert [p.name for p in files.chunks] == ["c00000.js"]
+    html = files.page.read_text()
+    index = json.loads(re.search(r'id="explorer-index" type="application/json">(.*?)</script>',
+                                 html).group(1))  # fmt: skip
+    assert index["entries"][:2] == [[1, 0, 0, 2, -1], [0, 0, 0, 3, -1]]
+    assert index["tasks"] == ["landmark_position", "future_observation"]
+    assert '<option value="other">' in html and "http" not in html.replace("http-equiv", "")
+    chunk = files.chunks[0].read_text()
+    assert chunk.startswith('dualcogChunk("m",0,[')
+    cards = json.loads(chunk[len('dualcogChunk("m",0,') : -len(");\n")])
+    assert len(cards) == CHUNK_SIZE and cards[2:] == [None] * (CHUNK_SIZE - 2)
+    assert 'class="box gold"' in cards[0] and 'class="box pred"' in cards[0]
+    assert 'class="box scored-against"' in cards[0]

@@ -1,0 +1,127 @@
+"""config/paper.yaml against the seed page's model lists (tests/data/seed_models.yaml)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_runner import REPO, run_snakemake
+
+from dualcog.config import load_config
+from dualcog.routes import split_mode
+
+SEED = yaml.safe_load((Path(__file__).parent / "data" / "seed_models.yaml").read_text())
+PROVIDERS = ("API_ROUTE", "OPENROUTER", "SILICONFLOW", "DASHSCOPE", "ZHIPU", "MIMO", "SHLAB")
+EXTRA = " (Thinking)"
+
+
+def dummy_environment() -> dict[str, str]:
+    env = {"DUALCOG_DATA_ROOT": str(REPO / "resources" / "demo")}
+    env["INTERNVL_THINK_SYSTEM_PROMPT"] = "Think step by step inside <think></think>. "
+    for provider in PROVIDERS:
+        env[f"{provider}_BASE_URL"] = "http://127.0.0.1:9/v1"
+        env[f"{provider}_API_KEY"] = f"dummy-{provider.lower()}"
+    return env
+
+
+@pytest.fixture
+def paper(monkeypatch: pytest.MonkeyPatch) -> dict:
+    for name, value in dummy_environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(REPO)
+    return load_config(REPO / "config" / "paper.yaml")
+
+
+def main_runs(config: dict) -> dict[str, dict]:
+    """Display name -> the run of its main-table row."""
+    rows = {}
+    for model in config["models"]:
+        if not model["display_name"].endswith(EXTRA):
+            assert model["display_name"] not in rows, model["display_name"]
+            rows[model["display_name"]] = model
+    return rows
+
+
+def test_the_45_models_and_their_groups(paper) -> None:
+    rows = main_runs(paper)
+    expected = {name: group for group, names in SEED["groups"].items() for name in names}
+    assert len(expected) == 45
+    assert {name: model["group"] for name, model in rows.items()} == expected
+    counts = {group: len(names) for group, names in SEED["groups"].items()}
+    assert counts == {"proprietary": 21, "open-weights": 20, "spatial": 4}
+
+
+def test_channels_local_and_api(paper) -> None:
+    rows = main_runs(paper)
+    local = {name for name, model in rows.items() if model["channel"] == "local"}
+    assert local == set(SEED["local"]) and len(rows) - len(local) == 36
+    for model in paper["models"]:
+        if model["channel"] == "local":
+            assert model["serve"]["model"] and "api_base" not in model
+        else:
+            # Endpoints and keys stay `${VAR}` references, read only when a request is sent.
+            assert "serve" not in model and re.fullmatch(
+                r"\$\{[A-Z_]+_BASE_URL\}", model["api_base"]
+            )
+
+
+def test_t_marks(paper) -> None:
+    marked = {m["display_name"] for m in paper["models"] if m["reasoning_only"]}
+    assert marked == set(SEED["reasoning_only"])
+    muse = main_runs(paper)["Muse Spark 1.3 Contributor"]
+    assert split_mode(muse["name"])[1] == "Reasoning" and muse["reasoning_effort"] == "minimal"
+    for model in paper["models"]:
+        if model["reasoning_only"] and model["family"] == "openrouter":
+            effort = model.get("reasoning_effort") or model["extra_body"]["reasoning"]["effort"]
+            assert effort in ("minimal", "low")
+
+
+def test_every_audit_run_of_the_45_is_a_run(paper) -> None:
+    runs = {}
+    for model in paper["models"]:
+        base = model["display_name"].removesuffix(EXTRA)
+        mode = split_mode(model["name"])[1]
+        runs[f"{base} ({mode})" if mode else base] = model["name"]
+    missing = [run for run in SEED["audit_runs"] if run not in runs]
+    assert missing == []
+    # One Instant/Thinking/Reasoning run per model and mode, and no run the seed does not name
+    # beyond the main-table rows.
+    extras = {m["display_name"] for m in paper["models"] if m["display_name"].endswith(EXTRA)}
+    audit_thinking = {r.replace(" (Thinking)", "") + EXTRA for r in SEED["audit_runs"]}
+    assert extras <= audit_thinking
+
+
+def test_every_run_resolves_to_a_switch(paper) -> None:
+    for model in paper["models"]:
+        base, mode = split_mode(model["name"])
+        if mode is not None:
+            assert model["family"], model["name"]
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", model["name"])
+        if model["channel"] == "api":
+            assert model["api_key"].startswith("${") and model["request_model"] == base
+
+
+def test_dry_run_plans_the_full_paper_dag(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    for name in ("paper.yaml", "paper_routes.yaml"):
+        shutil.copy(REPO / "config" / name, tmp_path / "config" / name)
+    config = "config/paper.yaml"
+    result = run_snakemake(tmp_path, "-n", "--configfile", config, env=dummy_environment())
+    jobs = {job: int(n) for job, n in re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M)}
+    served = {job: n for job, n in jobs.items() if job.startswith("infer_served_")}
+    # 13 of the 54 runs are local (9 models, four with a -Thinking run too): one server job per
+    # local model; the 41 API runs have one job per task.
+    assert len(served) == 9 and set(served.values()) == {1}
+    assert jobs["infer"] == 41 * 6
+    assert jobs["parse"] == jobs["score"] == 54 and jobs["tables"] == 1
+    assert result.stdout.count("gpu=1") == 9
+
+    missing = run_snakemake(tmp_path, "-n", "--configfile", config, check=False, env={})
+    output = missing.stdout + missing.stderr  # Snakemake prints the error on stdout
+    assert missing.returncode != 0 and "nothing was run" in output
+    assert "OPENROUTER_API_KEY: 5 (" in output
+    assert "model GPT-5.3: ${OPENROUTER_BASE_URL} (api_base) is not set" in output
+    assert "rule " not in output  # stopped before planning any job

@@ -1,0 +1,273 @@
+"""Parsing rules of docs/protocol.md that bound or settle hard inputs.
+
+Nesting depth, number size, the reasoning-tag passes, fence info strings, and the response
+length cap (docs/decisions.md). Reference implementations written straight from the rules
+check the linear-time code on random texts.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dualcog.parsing import (
+    NOT_JSON,
+    first_balanced_array,
+    first_balanced_object,
+    first_fence_content,
+    loads_json,
+    parse_behavior_compatible,
+    parse_behavior_modes,
+    parse_behavior_strict,
+    parse_image_compatible,
+    parse_image_legacy,
+    parse_image_modes,
+    parse_image_strict,
+    parse_visibility_compatible,
+    parse_visibility_modes,
+    parse_visibility_strict,
+    remove_reasoning,
+)
+from dualcog.parsing.fields import MAX_RESPONSE_CHARS
+from dualcog.parsing.jsontext import MAX_JSON_DEPTH, int_of_any_size, json_depth
+
+OFFERED = ("A", "B", "C", "D")
+CANON = '{"answer_option_id":"B","bbox_xyxy_norm":[0.1,0.2,0.5,0.6]}'
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --- stage 0: the reasoning passes, exactly as written ---------------------------------------
+
+_BLOCK = re.compile(r"<(think|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_OPENER = re.compile(r"<(?:think|reasoning)>", re.IGNORECASE)
+_CLOSER = re.compile(r"</(?:think|reasoning)>", re.IGNORECASE)
+
+
+def reference_remove_reasoning(text: str) -> str:
+    """(a) one regex substitution; (b) then (c), each on what the previous step left."""
+    text = _BLOCK.sub("", text)
+    opener = _OPENER.search(text)
+    if opener is not None:
+        text = text[: opener.start()]
+    closers = list(_CLOSER.finditer(text))
+    if closers:
+        text = text[closers[-1].end() :]
+    return text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The two worked examples: a tag that forms where a block was removed counts there.
+        ("D</thi<think></think>nk>P", "P"),
+        ("<think>x</thi<reasoning></reasoning>nk>y", ""),
+        # (a) is one pass: blocks after an unclosed opener are removed too, then (b) cuts.
+        ("a<think>b<reasoning>c</reasoning>d", "a"),
+        ("<THINK>x</think>ok", "ok"),
+        ("<think>x</reasoning>y", ""),
+        ("pre</REASONING>post", "post"),
+    ],
+)
+def test_reasoning_passes(text, expected):
+    assert remove_reasoning(text) == expected == reference_remove_reasoning(text)
+
+
+_TAG_FRAGMENTS = [
+    "<think>", "</think>", "<reasoning>", "</reasoning>", "<THINK>", "</Reasoning>", "<thi",
+    "nk>", "</thi", "<reas", "oning>", "</", "<", ">", "x", "{", "}", " ",
+]  # fmt: skip
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_TAG_FRAGMENTS), max_size=30).map("".join))
+def test_reasoning_removal_equals_the_single_substitution(text):
+    assert remove_reasoning(text) == reference_remove_reasoning(text)
+
+
+# --- stage 2: fences --------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def reference_fence(text: str) -> str | None:
+    match = _FENCE.search(text)
+    return None if match is None else match.group(1)
+
+
+@FUZZ
+@given(
+    st.lists(st.sampled_from(["```", "\n", "json", "c#", "1", " ", "{}", "`", "x"])).map("".join)
+)
+def test_fence_equals_the_leftmost_match_of_its_definition(text):
+    assert first_fence_content(text) == reference_fence(text)
+
+
+@pytest.mark.parametrize(
+    ("raw", "stage"),
+    [
+        ("```json.\n" + CANON + "\n```", "fence"),
+        ("```1\n" + CANON + "\n```", "fence"),
+        ("```c#\n" + CANON + "\n```", "fence"),
+        ("``` \n" + CANON + "\n```", "fence"),
+        ("```" + CANON + "```", "balanced"),  # no line break: not a fence
+        ("~~~json\n" + CANON + "\n~~~", "balanced"),  # only backtick fences count
+    ],
+)
+def test_fence_info_strings(raw, stage):
+    result = parse_image_compatible(raw, OFFERED)
+    assert result.stage == stage and result.all_valid
+
+
+# --- stage 3 against a plain reference ---------------------------------------------------------
+
+
+def _reference_balanced(text: str, opener: str, closer: str):
+    """Try every opener in text order: its string-aware balanced span, parsed."""
+    for start in range(len(text)):
+        if text[start] != opener:
+            continue
+        depth, position, in_string = 0, start, False
+        end = -1
+        while position < len(text):
+            char = text[position]
+            if in_string:
+                if char == "\\":
+                    position += 1
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char == opener:
+                depth += 1
+            elif char == closer:
+                depth -= 1
+                if depth == 0:
+                    end = position + 1
+                    break
+            position += 1
+        if end != -1:
+            value = loads_json(text[start:end])
+            if value is not NOT_JSON:
+                return value
+    return NOT_JSON
+
+
+_JSONISH = ["{", "}", "[", "]", '"', "\\", ":", ",", " ", "1", "a", '"k"', "null", "x", "-"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_JSONISH), max_size=40).map("".join))
+def test_balanced_scan_equals_trying_every_opener(text):
+    assert first_balanced_object(text) == _reference_balanced(text, "{", "}")
+    assert first_balanced_array(text) == _reference_balanced(text, "[", "]")
+
+
+def test_nested_failing_spans_still_find_an_inner_object():
+    text = '{"a":' * 50 + '{"b":1}' + "x" + "}" * 50
+    assert first_balanced_object(text) == {"b": 1}
+
+
+# --- depth and number size --------------------------------------------------------------------
+
+
+def test_json_depth_counts_brackets_outside_strings():
+    assert json_depth('[{"a":"[[[["}]') == 2
+    assert json_depth("]]][") == 0
+    assert json_depth("[]][[") == 1
+    assert json_depth("") == 0
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+def test_depth_limit_in_every_stage(depth):
+    deep = "[" * (depth - 1) + "]" * (depth - 1)
+    raw = '{"answer_option_id":"B","x":' + deep + "}"
+    ok = depth <= MAX_JSON_DEPTH
+    assert parse_image_strict(raw, OFFERED).option_valid is ok
+    assert parse_image_compatible("```\n" + raw + "\n```", OFFERED).option_valid is ok
+    # Stage 3 takes the object when it is shallow enough; otherwise nothing inside it parses
+    # as an object with the option, so the option is invalid.
+    assert parse_image_compatible("so: " + raw, OFFERED).option_valid is ok
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 200_000, "{" * 200_000, '{"a":' * 50_000, "[" * 20_000 + "]" * 20_000],
+)
+def test_no_depth_raises_in_any_mode(text):
+    assert parse_image_modes(text, OFFERED)[0].stage == "invalid"
+    parse_behavior_modes(text, OFFERED)
+    parse_visibility_modes(text)
+    parse_image_legacy(text)
+
+
+def test_numbers_beyond_the_double_range_are_non_finite():
+    for big in ("1e400", "-1e400", "1" + "0" * 400, "9" * 5000):
+        raw = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,' + big + ",0.5]}"
+        for result in (parse_image_strict(raw, OFFERED), parse_image_compatible(raw, OFFERED)):
+            assert result.option_valid and result.bbox_reason == "non_finite"
+        visibility = parse_visibility_strict(
+            '{"visible_count":1,"visible_intervals_sec":[[0,' + big + "]]}"
+        )
+        assert visibility.intervals_valid  # an invalid value, judged at scoring
+        assert abs(visibility.visible_intervals[0][1]) == float("inf")
+
+
+def test_counts_of_any_size_are_valid():
+    for digits in (20, 4301, 10_000):
+        count = int_of_any_size("7" * digits)
+        raw = '{"visible_count":' + "7" * digits + ',"visible_intervals_sec":[]}'
+        for result in (parse_visibility_strict(raw), parse_visibility_compatible(raw)):
+            assert result.count_valid and result.visible_count == count
+    assert int_of_any_size("-" + "7" * 9000) == -(7 * (10**9000 - 1) // 9)
+
+
+# --- the response length cap ------------------------------------------------------------------
+
+
+def test_texts_over_the_cap_are_invalid_too_long_in_every_mode():
+    padding = " " * (MAX_RESPONSE_CHARS - len(CANON))
+    at_cap = CANON + padding
+    over = at_cap + " "
+    assert len(at_cap) == MAX_RESPONSE_CHARS
+    assert all(result.all_valid for result in parse_image_modes(at_cap, OFFERED))
+    for result in (
+        *parse_image_modes(over, OFFERED),
+        parse_image_strict(over, OFFERED),
+        parse_image_compatible(over, OFFERED),
+        parse_image_legacy(over),
+    ):
+        assert result.stage == "invalid"
+        assert result.option_reason == result.bbox_reason == "too_long"
+    video = '{"answers":[],"visible_count":0,"visible_intervals_sec":[]}' + " " * MAX_RESPONSE_CHARS
+    for result in (*parse_behavior_modes(video, OFFERED), parse_behavior_strict(video, OFFERED),
+                   parse_behavior_compatible(video, OFFERED)):  # fmt: skip
+        assert (result.stage, result.answers_reason) == ("invalid", "too_long")
+    for result in (*parse_visibility_modes(video), parse_visibility_strict(video),
+                   parse_visibility_compatible(video)):  # fmt: skip
+        assert result.count_reason == result.intervals_reason == "too_long"
+
+
+_HEAVY = [
+    "{a}", '{"a"}', '{"a":', "[", "]", "{", "}", '"', "\\", "<think>", "</think>", "```", "\n",
+    "1", ",", "BBox: 0.1,", "Option: ", "A ", "9" * 50, "NaN", '{"answer_option_id":"B"}',
+]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_HEAVY), st.integers(1, 3000)), max_size=12))
+def test_large_adversarial_texts_never_raise_and_are_deterministic(pieces):
+    raw = "".join(fragment * count for fragment, count in pieces)
+    image = parse_image_modes(raw, OFFERED)
+    assert image == parse_image_modes(raw, OFFERED)
+    assert image == (
+        parse_image_strict(raw, OFFERED),
+        parse_image_compatible(raw, OFFERED),
+        parse_image_legacy(raw),
+    )
+    behavior = parse_behavior_modes(raw, OFFERED)
+    assert behavior == parse_behavior_modes(raw, OFFERED)
+    visibility = parse_visibility_modes(raw)
+    assert visibility == parse_visibility_modes(raw)

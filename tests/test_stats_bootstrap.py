@@ -1,0 +1,228 @@
+"""Cluster-bootstrap intervals: hand-computed cases, determinism, degenerate runs, agreement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from score_fixtures import (
+    behavior_sample,
+    image_parsed,
+    image_sample,
+    parsed_frame,
+    samples_frame,
+    visibility_parsed,
+    visibility_sample,
+)
+
+from dualcog.errors import DataError
+from dualcog.scoring import model_metrics, score_samples
+from dualcog.stats import (
+    CONFIDENCE_INTERVALS,
+    BootstrapSettings,
+    build_clusters,
+    metric_matrices,
+    model_intervals,
+    percentile_interval,
+    replicate_weights,
+)
+
+GOLD = (0.2, 0.2, 0.6, 0.6)
+HIT = GOLD
+MISS = (0.7, 0.7, 0.9, 0.9)
+
+
+def _image_world():
+    """Three landmark_position samples in two clusters: (s1, lm1) x2 and (s1, lm2) x1."""
+    samples = samples_frame(
+        [
+            image_sample("a1", landmark_id="lm1", context_index=1),
+            image_sample("a2", landmark_id="lm1", context_index=3, difficulty="8way"),
+            image_sample("b1", landmark_id="lm2", context_index=1),
+        ]
+    )
+    parsed = parsed_frame(
+        [
+            image_parsed("a1", option_ids=["A"], bbox=HIT),  # right answer, right place
+            image_parsed("a2", option_ids=["B"], bbox=HIT),  # wrong answer, right place
+            image_parsed("b1", option_ids=["A"], bbox=MISS),  # right answer, wrong place
+        ]
+    )
+    return samples, parsed
+
+
+def _intervals(samples, parsed, settings=None, weights=None, model="m"):
+    """Intervals of a run whose compatible parse equals its strict one."""
+    parsed = pd.concat([parsed, parsed.assign(parse="compatible")], ignore_index=True)
+    scores = score_samples(samples, parsed, parses=("strict", "compatible"))
+    metrics = model_metrics(model, samples, scores)
+    settings = settings or BootstrapSettings(replicates=200, seed=1)
+    frame = model_intervals(
+        model, samples, scores, metrics, build_clusters(samples), settings, weights
+    )
+    return frame, metrics
+
+
+def _row(frame, metric, task="landmark_position", stratum="all", parse="compatible"):
+    hit = frame[
+        (frame["task"] == task)
+        & (frame["metric"] == metric)
+        & (frame["stratum"] == stratum)
+        & (frame["parse"] == parse)
+    ]
+    assert len(hit) == 1, (task, metric, stratum)
+    return hit.iloc[0]
+
+
+def test_clusters_are_scene_by_landmark_and_mission():
+    samples = samples_frame(
+        [
+            image_sample("a1", landmark_id="lm1"),
+            image_sample("a2", landmark_id="lm1", task="self_position", context_index=2),
+            image_sample("b1", landmark_id="lm2"),
+            behavior_sample(
+                "v1", {"A": "atomic"}, [("A", "atomic", [[0, 1]])], False, mission_id="m1"
+            ),  # fmt: skip
+            visibility_sample("v2", 1, [[0, 1]], mission_id="m1"),
+            visibility_sample("v3", 1, [[0, 1]], mission_id=None),
+        ]
+    )
+    clusters = build_clusters(samples)
+    assert clusters.group_sizes == (2, 2)  # images: lm1, lm2; video: m1, and v3 on its own
+    assert clusters.index_of["a1"] == clusters.index_of["a2"] != clusters.index_of["b1"]
+    assert clusters.index_of["v1"] == clusters.index_of["v2"] != clusters.index_of["v3"]
+
+
+def test_replicate_weights_redraw_each_modality_to_its_size_and_are_seeded():
+    weights = replicate_weights((3, 2), replicates=50, seed=9)
+    assert weights.shape == (50, 5)
+    assert (weights[:, :3].sum(axis=1) == 3).all() and (weights[:, 3:].sum(axis=1) == 2).all()
+    assert np.array_equal(weights, replicate_weights((3, 2), replicates=50, seed=9))
+    assert not np.array_equal(weights, replicate_weights((3, 2), replicates=50, seed=10))
+
+
+def test_hand_computed_replicates_and_percentiles():
+    samples, parsed = _image_world()
+    # Clusters in order lm1 (a1 correct, a2 wrong), lm2 (b1 correct).
+    weights = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0], [1.0, 1.0]])
+    scores = score_samples(samples, parsed, parses=("strict",))
+    matrices = metric_matrices(scores, samples, build_clusters(samples))
+    keys = matrices.all_keys()
+    option = keys.index[(keys["metric"] == "option_acc") & (keys["stratum"] == "all")
+                        & (keys["task"] == "landmark_position")][0]  # fmt: skip
+    bbox = keys.index[(keys["metric"] == "bbox_acc50") & (keys["stratum"] == "all")
+                      & (keys["task"] == "landmark_position")][0]  # fmt: skip
+    replicated = matrices.evaluate(weights)
+    # option: lm1 twice -> 2/4; lm2 twice -> 2/2; each once -> 2/3.
+    assert replicated[:, option].tolist() == pytest.approx([0.5, 1.0, 2 / 3, 2 / 3])
+    # bbox hits: a1, a2 yes, b1 no -> lm1 twice 4/4, lm2 twice 0/2, once each 2/3.
+    assert replicated[:, bbox].tolist() == pytest.approx([1.0, 0.0, 2 / 3, 2 / 3])
+    assert matrices.point()[option] == pytest.approx(2 / 3)
+    # 50 % percentile interval of (0.5, 2/3, 2/3, 1): linear quantiles at 0.25 and 0.75.
+    low, high, defined = percentile_interval(replicated[:, [option]], level=0.5)
+    assert low[0] == pytest.approx(0.5 + 0.75 * (2 / 3 - 0.5))
+    assert high[0] == pytest.approx(2 / 3 + 0.25 * (1 - 2 / 3))
+    assert defined[0] == 4
+
+
+def test_undefined_replicates_are_left_out_and_counted():
+    samples, parsed = _image_world()
+    # The 8way stratum lives in lm1 only; a replicate without lm1 has no 8way sample.
+    weights = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    frame, _ = _intervals(samples, parsed, weights=weights)
+    row = _row(frame, "option_acc", stratum="8way")
+    assert row["n_boot"] == 2 and row["n_clusters"] == 1
+    assert row["ci_low"] == row["ci_high"] == 0.0
+
+
+def test_interval_rows_match_metrics_exactly_and_follow_the_schema():
+    samples, parsed = _image_world()
+    frame, metrics = _intervals(samples, parsed)
+    assert list(frame.columns) == CONFIDENCE_INTERVALS.names
+    key = ["task", "parse", "stratum", "metric"]
+    assert frame[key].values.tolist() == metrics[key].values.tolist()
+    assert (frame["value"].to_numpy() == metrics["value"].to_numpy()).all()  # exact
+    assert (frame["ci_low"] <= frame["value"] + 1e-12).all()
+    assert (frame["value"] <= frame["ci_high"] + 1e-12).all()
+    assert (frame["seed"] == 1).all() and (frame["level"] == 0.95).all()
+
+
+def _mixed_world():
+    """Thirty samples in fifteen clusters, some answers wrong, boxes of varied overlap."""
+    samples = samples_frame(
+        [image_sample(f"i{k}", landmark_id=f"lm{k % 15}", context_index=2 * k + 1)
+         for k in range(30)]
+    )  # fmt: skip
+    parsed = parsed_frame(
+        [image_parsed(f"i{k}", option_ids=["A" if k % 3 else "C"],
+                      bbox=(0.2, 0.2, 0.45 + 0.02 * k, 0.6)) for k in range(30)]
+    )  # fmt: skip
+    return samples, parsed
+
+
+def test_same_seed_same_intervals_other_seed_other_intervals():
+    samples, parsed = _mixed_world()
+    first, _ = _intervals(samples, parsed, BootstrapSettings(replicates=300, seed=4))
+    again, _ = _intervals(samples, parsed, BootstrapSettings(replicates=300, seed=4))
+    other, _ = _intervals(samples, parsed, BootstrapSettings(replicates=300, seed=5))
+    pd.testing.assert_frame_equal(first, again)
+    miou = [_row(f, "bbox_miou") for f in (first, other)]
+    assert (miou[0]["ci_low"], miou[0]["ci_high"]) != (miou[1]["ci_low"], miou[1]["ci_high"])
+    assert miou[0]["ci_low"] < miou[0]["value"] < miou[0]["ci_high"]
+
+
+def _oracle_world():
+    samples = samples_frame(
+        [image_sample(f"i{k}", landmark_id=f"lm{k % 3}", context_index=2 * k + 1)
+         for k in range(6)]
+        + [visibility_sample(f"v{k}", 1, [[0.0, 10.0]], mission_id=f"m{k}") for k in range(4)]
+    )  # fmt: skip
+    parsed = parsed_frame(
+        [image_parsed(f"i{k}", option_ids=["A"], bbox=GOLD) for k in range(6)]
+        + [visibility_parsed(f"v{k}", 1, [[0.0, 10.0]]) for k in range(4)]
+    )
+    return samples, parsed
+
+
+def test_a_perfect_run_has_zero_width_intervals():
+    samples, parsed = _oracle_world()
+    frame, _ = _intervals(samples, parsed, BootstrapSettings(replicates=500, seed=3))
+    assert (frame["value"] == 1.0).all()
+    assert (frame["ci_low"] == frame["value"]).all() and (frame["ci_high"] == frame["value"]).all()
+    assert (frame["n_boot"] == 500).all()
+    overall = frame[frame["task"] == "overall"]
+    assert set(overall["metric"]) >= {"semantic_score", "evidence_score", "overall_score"}
+
+
+def test_overall_aggregates_are_replicated_means():
+    samples, parsed = _oracle_world()
+    parsed.loc[parsed["sample_id"] == "v0", "visible_count"] = 3  # one count wrong
+    frame, metrics = _intervals(samples, parsed, BootstrapSettings(replicates=400, seed=2))
+    semantic = _row(frame, "semantic_score", task="overall")
+    count = _row(frame, "count_acc", task="landmark_visibility")
+    # semantic = mean(option_acc = 1, count_acc): its replicates move with count_acc's.
+    assert semantic["value"] == pytest.approx((1 + count["value"]) / 2)
+    assert semantic["ci_low"] == pytest.approx((1 + count["ci_low"]) / 2)
+    assert semantic["ci_high"] == pytest.approx((1 + count["ci_high"]) / 2)
+    assert semantic["n_clusters"] == 3 + 4
+
+
+def test_disagreeing_metrics_table_is_a_clear_error():
+    samples, parsed = _image_world()
+    scores = score_samples(samples, parsed, parses=("strict",))
+    metrics = model_metrics("m", samples, scores)
+    clusters = build_clusters(samples)
+    settings = BootstrapSettings(replicates=10)
+    tampered = metrics.copy()
+    tampered.loc[0, "value"] += 0.01
+    with pytest.raises(DataError, match="out of step"):
+        model_intervals("m", samples, scores, tampered, clusters, settings)
+    with pytest.raises(DataError, match="only in the scores"):
+        model_intervals("m", samples, scores, metrics.iloc[1:], clusters, settings)
+
+
+def test_settings_from_config_and_bounds():
+    assert BootstrapSettings.from_config(None) == BootstrapSettings(1000, 0, 0.95)
+    assert BootstrapSettings.from_config({"seed": 5}).seed == 5
+    with pytest.raises(ValueError):
+        BootstrapSettings.from_config({"level": 1.5})

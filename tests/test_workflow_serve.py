@@ -1,0 +1,127 @@
+"""End to end: Snakemake starts a served model's server once, runs all its tasks through it, and
+leaves no server process behind after success, after a failing job, or when it is stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from test_serve import FAKE, alive, started
+from workflow_runner import REPO, run_snakemake, write_config
+
+# (future_observation is in: without it, ingest fails on the all-empty `candidates` column.)
+TASKS = ["landmark_position", "future_observation", "behavior"]
+
+
+def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dict:
+    serve = {
+        "model": "/models/local-vlm",
+        "served_name": "local-vlm",
+        "command": [sys.executable, str(FAKE)],
+        "args": ["--starts-file", str(starts), *server_args],
+        "gpus": 0,
+        "health_timeout_s": health_timeout_s,
+    }
+    served = {"backend": "openai", "family": "qwen_vllm", "group": "open-weights",
+              "max_retries": 0, "serve": serve, "video_mode": "frames",
+              "video_frames": 2}  # fmt: skip
+    return {
+        "data_root": str(REPO / "resources" / "demo"),
+        "tasks": TASKS,
+        "tables": {"formats": ["csv"]},
+        "models": [
+            {"name": "oracle", "backend": "oracle"},
+            {"name": "Local-VLM-Instant", **served},
+            {"name": "Local-VLM-Thinking", **served},
+        ],
+    }
+
+
+def snakemake_process(workdir: Path) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), "--cores", "2",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+
+
+def wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_one_server_for_all_runs_and_tasks_then_gone(tmp_path: Path) -> None:
+    starts = tmp_path / "starts.txt"
+    write_config(tmp_path, config(starts, "--startup-delay", "1.5"))  # health is awaited
+    plan = run_snakemake(tmp_path, "-n")
+    assert "infer_served_Local_VLM" in plan.stdout
+    run_snakemake(tmp_path)
+    [(pid, worker)] = started(starts)  # one server for two runs x two tasks
+    assert not alive(pid) and not alive(worker)
+    for run in ("Local-VLM-Instant", "Local-VLM-Thinking"):
+        for task in TASKS:
+            out = pd.read_parquet(tmp_path / f"results/responses/{run}/{task}.parquet")
+            assert len(out) == 16 and (out["status"] == "ok").all()
+    log = (tmp_path / "results/logs/serve/Local-VLM.log").read_text()
+    assert log.count("request local-vlm") == 2 * len(TASKS) * 16
+    job_log = (tmp_path / "results/logs/infer/Local-VLM.served.log").read_text()
+    assert f"pid {pid}" in job_log and "server stopped" in job_log
+    metrics = pd.read_parquet(tmp_path / "results/metrics/metrics.parquet")
+    assert {"Local-VLM-Instant", "Local-VLM-Thinking"} <= set(metrics["model"])
+
+    # Nothing changed: nothing reruns and no server is started.
+    again = run_snakemake(tmp_path)
+    assert "Nothing to be done" in again.stdout + again.stderr
+    assert len(started(starts)) == 1
+
+
+def test_a_failing_job_leaves_no_server(tmp_path: Path) -> None:
+    starts = tmp_path / "starts.txt"
+    write_config(tmp_path, config(starts, "--never-healthy", health_timeout_s=2))
+    result = run_snakemake(tmp_path, check=False)
+    assert result.returncode != 0
+    [(pid, worker)] = started(starts)
+    assert not alive(pid) and not alive(worker)
+    job_log = (tmp_path / "results/logs/infer/Local-VLM.served.log").read_text()
+    assert "not healthy after 2 s" in job_log and "loading /models/local-vlm" in job_log
+
+
+def start_and_wait_for_requests(workdir: Path) -> tuple[subprocess.Popen, int, int]:
+    starts = workdir / "starts.txt"
+    write_config(workdir, config(starts, "--reply-delay", "0.2"))
+    log = workdir / "results/logs/serve/Local-VLM.log"
+    snakemake = snakemake_process(workdir)
+    wait_for(lambda: log.exists() and "request" in log.read_text())
+    [(pid, worker)] = started(starts)
+    assert alive(pid) and alive(worker)
+    return snakemake, pid, worker
+
+
+def test_sigterm_to_snakemake_leaves_no_server(tmp_path: Path) -> None:
+    # Snakemake lets the running job finish, then exits; the job stops its server.
+    snakemake, pid, worker = start_and_wait_for_requests(tmp_path)
+    snakemake.send_signal(signal.SIGTERM)
+    snakemake.communicate(timeout=300)
+    assert not alive(pid) and not alive(worker)
+
+
+def test_ctrl_c_to_snakemake_leaves_no_server(tmp_path: Path) -> None:
+    # Ctrl-C: SIGINT to the whole foreground group interrupts the job, which stops the server.
+    snakemake, pid, worker = start_and_wait_for_requests(tmp_path)
+    os.killpg(snakemake.pid, signal.SIGINT)
+    snakemake.communicate(timeout=120)
+    assert snakemake.returncode != 0
+    wait_for(lambda: not alive(pid) and not alive(worker), timeout=60)
