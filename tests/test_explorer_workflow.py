@@ -107,6 +107,20 @@ def test_page_is_offline_and_filters_by_hash(demo: Path, browser: Browser) -> No
     assert state[2] and all(c == "card video" for c in state[2])
 
 
+def test_pager_moves_through_pages(demo: Path, browser: Browser) -> None:
+    _open(browser, _page(demo, SIM))
+    assert "showing 1–20" in browser.evaluate("document.getElementById('summary').textContent")
+    before = browser.evaluate("document.body.dataset.rendered")
+    browser.evaluate(
+        "Array.from(document.querySelectorAll('#pager button'))"
+        ".find(b => b.textContent.startsWith('next')).click()"
+    )
+    browser.wait_for(f"document.body.dataset.rendered !== {json.dumps(before)}")
+    assert browser.evaluate("location.hash") == "#page=2"
+    assert "showing 21–40" in browser.evaluate("document.getElementById('summary').textContent")
+    assert browser.evaluate("document.querySelectorAll('#cards article').length") == 20
+
+
 def _apply(browser: Browser, name: str, value: str) -> None:
     before = browser.evaluate("document.body.dataset.rendered")
     browser.evaluate(
@@ -155,7 +169,8 @@ def test_filter_compare_and_screenshot(demo: Path, browser: Browser, tmp_path: P
         both.save(tmp_path / "explorer.png")
         target = os.environ.get("DUALCOG_SCREENSHOT")
         if target:  # docs/img/explorer.png is refreshed this way
-            both.resize((1050, 1500), Image.Resampling.LANCZOS).save(target)
+            small = both.resize((1050, 1500), Image.Resampling.LANCZOS)
+            small.quantize(256, method=Image.Quantize.FASTOCTREE).save(target, optimize=True)
 
 
 def _near(pixel, colour, tolerance=60) -> bool:
