@@ -91,11 +91,13 @@ def _snakemake(workdir: Path, *args: str):
 
 
 def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Path) -> None:
-    tasks = ["future_observation", "behavior"]  # (ingest needs future_observation today)
+    tasks = ["future_observation", "behavior"]
+    target = "results/metrics/metrics.parquet"  # responses -> parsed -> scores -> metrics
     faults = Faults()
     with LoopbackServer(faults) as server:
         _config(tmp_path, server.api_base, tasks)
-        first = _snakemake(tmp_path)
+        # --keep-going (as the profiles set it): the other task's job runs despite the failure.
+        first = _snakemake(tmp_path, target, "--keep-going")
         assert first.returncode != 0
         sent_first = server.requests
         per_prompt = dict(server.per_prompt)
@@ -123,7 +125,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
 
         # Plain rerun once the server is healthy: only the failed requests go out again.
         faults.healed = True
-        second = _snakemake(tmp_path)
+        second = _snakemake(tmp_path, target)
         assert second.returncode == 0, second.stderr[-3000:]
         resent = server.bodies[sent_first:]
         resent_markers = sorted(request_marker(b) for b in resent)
@@ -131,7 +133,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         assert resent_markers == expected
         assert server.resent_after_answer == []
         # A third plain run has nothing to do.
-        third = _snakemake(tmp_path)
+        third = _snakemake(tmp_path, target)
         assert third.returncode == 0 and server.requests == sent_first + len(expected)
 
     for path in tmp_path.rglob("*"):
