@@ -22,12 +22,14 @@ class ScriptedServer:
     """Each accepted connection serves requests with `respond(request_number)` -> (bytes to
     send, whether to close the connection afterwards)."""
 
-    def __init__(self, respond: Callable[[int], tuple[bytes, bool]]) -> None:
+    def __init__(self, respond: Callable[[int], tuple[bytes, bool]], tls=None) -> None:
         self.respond = respond
         self.connections = 0
         self.requests = 0
         self.lock = threading.Lock()
         self.sock = socket.create_server(("127.0.0.1", 0))
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_side=True)
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
@@ -38,7 +40,11 @@ class ScriptedServer:
         while True:
             try:
                 conn, _ = self.sock.accept()
-            except OSError:
+            except ConnectionError:
+                continue  # a client that gave up the TLS handshake
+            except OSError as error:
+                if getattr(error, "reason", None):  # ssl.SSLError: a refused handshake
+                    continue
                 return
             with self.lock:
                 self.connections += 1
@@ -153,3 +159,43 @@ def test_a_connection_closed_without_reply_is_a_connection_error(run):
     with ScriptedServer(lambda n: (b"", True)) as server, pytest.raises(AttemptFailed) as info:
         run(send_all(server.api_base, 1))
     assert info.value.error_type == "connection" and info.value.retryable
+
+
+def test_tls_with_the_server_name_checked(tmp_path, run):
+    import os
+    import shutil
+    import ssl
+    import subprocess
+
+    import httpx2
+
+    from dualcog.inference.transport import LeanTransport
+
+    if shutil.which("openssl") is None:
+        if os.environ.get("CI"):
+            pytest.fail("openssl is needed for the TLS test in CI")
+        pytest.skip("openssl not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    with ScriptedServer(lambda n: (http(answer(f"tls{n}")), False), server_context) as server:
+        port = server.sock.getsockname()[1]
+        trusting = ssl.create_default_context(cafile=str(cert))
+
+        async def fetch(host: str, context: ssl.SSLContext) -> list[str]:
+            transport = LeanTransport(ssl_context=context)
+            async with httpx2.AsyncClient(transport=transport) as client:
+                url = f"https://{host}:{port}/v1/chat/completions"
+                replies = [await client.post(url, content=BODY) for _ in range(2)]
+            return [r.json()["choices"][0]["message"]["content"] for r in replies]
+
+        assert run(fetch("localhost", trusting)) == ["tls1", "tls2"]
+        assert server.connections == 1
+        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            run(fetch("localhost", ssl.create_default_context()))  # an untrusted certificate

@@ -33,10 +33,12 @@ class _Connection:
 
 
 class LeanTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, max_idle_per_origin: int = 256) -> None:
+    def __init__(
+        self, max_idle_per_origin: int = 256, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.idle: dict[tuple[str, str, int], list[_Connection]] = defaultdict(list)
         self.max_idle = max_idle_per_origin
-        self._ssl: ssl.SSLContext | None = None
+        self._ssl = ssl_context
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
