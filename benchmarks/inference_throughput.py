@@ -326,6 +326,9 @@ def main() -> None:
             # A job imports the HTTP stack once; leave that one-off cost out of every client.
             import dualcog.inference.client  # noqa: F401
 
+            # One round to warm the server process before anything is timed.
+            run_minimal(port, make_prompts(c, "warm"), store, c)
+
             clients = [
                 ("ours", lambda: run_ours(model, prompts, work, "ours")),
                 ("sdk_post_lean", lambda: run_sdk_post(model, prompts, store, c, lean=True)),
