@@ -33,6 +33,8 @@ def main(sm):
     log.info(
         "%s on %s: %d requests (backend %s)", model["name"], task, len(prompts), model["backend"]
     )
+    if model["backend"] == "openai":
+        require_media(prompts, sm.params.media_store)
     responses = run_model(
         model,
         prompts,
