@@ -248,3 +248,21 @@ def test_a_filesystem_without_flock_stops_with_a_clear_error(tmp_path, monkeypat
     monkeypatch.setattr(fcntl, "flock", no_locks)
     with pytest.raises(DualCogError, match=r"flock\) do not work on this filesystem.*cache_dir"):
         ResponseCache(tmp_path / "m" / "t.jsonl")
+
+
+def test_reasoning_text_and_tokens_are_kept_apart_from_the_answer(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        text = body["messages"][-1]["content"][0]["text"]
+        if text == "prompt 000":  # vLLM / DeepSeek style
+            payload = completion('{"answer_option_id":"B"}', reasoning_content="I think A.")
+            payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 42}
+        else:  # OpenRouter style, no token details
+            payload = completion('{"answer_option_id":"C"}', reasoning="Maybe D.")
+        return 200, payload, {}
+
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server), make_prompts(2), media_store, tmp_path / "c")
+    assert list(out.raw_text) == ['{"answer_option_id":"B"}', '{"answer_option_id":"C"}']
+    assert list(out.reasoning_text) == ["I think A.", "Maybe D."]
+    assert out.reasoning_tokens.iloc[0] == 42 and pd.isna(out.reasoning_tokens.iloc[1])
+    assert schemas.RESPONSES.field("reasoning_text").type == "string"
