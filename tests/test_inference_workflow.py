@@ -136,6 +136,28 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         third = _snakemake(tmp_path, target)
         assert third.returncode == 0 and server.requests == sent_first + len(expected)
 
+        # A cache line that is not UTF-8 is skipped with a warning naming file and line; a
+        # forced rerun resends only the refused requests (errors are never reused).
+        cache = f"results/cache/{MODEL}/behavior.jsonl"
+        lines = (tmp_path / cache).read_bytes().count(b"\n")
+        with (tmp_path / cache).open("ab") as handle:
+            handle.write(b'{"cache_key": "\xff\xfe"}\n')
+        before = server.requests
+        fourth = _snakemake(tmp_path, target, "--forcerun", "infer")
+        assert fourth.returncode == 0, fourth.stderr[-3000:]
+        assert f"{cache}:{lines + 1}: unreadable line skipped" in (
+            (tmp_path / _log("behavior")).read_text()
+        )
+        assert server.requests - before == len(refused)
+        assert server.resent_after_answer == []
+
+    # Progress lines: done/total, counts, rate and ETA, the model/task label once.
+    for task in tasks:
+        log = (tmp_path / _log(task)).read_text()
+        assert re.search(rf"{MODEL}/{task}: 16/16 done, ok=\d+, errors=\d+, cached=\d+, ", log)
+        assert "ETA 0s" in log and f"{MODEL}/{task}: {MODEL}" not in log
+        assert "HTTP Request:" not in log  # no line per request from the HTTP stack
+
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,9 @@ from dualcog.inference.transport import LeanTransport, proxy_configured
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# One INFO line per HTTP request from the stack would bury the progress lines of a job.
+for _name in ("httpx2", "httpcore2", "openai"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 @dataclass
