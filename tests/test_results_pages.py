@@ -163,9 +163,11 @@ def test_leaderboard_sorts_filters_and_switches_in_chromium(demo: Path, tmp_path
 
         # The strict switch shows the strict figures.
         browser.click("input[name=parse][value=strict]")
+        # The value itself, not the interval beside it.
         strict_cell = browser.evaluate(
             "document.querySelector('section.view:not([hidden]) div.variant:not([hidden])"
-            ' tr[data-model="sim-permille-Instant"] td:nth-child(3)\').textContent'
+            ' tr[data-model="sim-permille-Instant"] td:nth-child(3)\').firstElementChild'
+            ".textContent"
         )
         strict = metrics[
             (metrics["model"] == "sim-permille-Instant") & (metrics["task"] == "landmark_position")
