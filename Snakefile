@@ -34,9 +34,14 @@ rule all:
         all_outputs(),
 
 
+# Models whose requests failed, the count of each error type and what to type next.
 onsuccess:
-    print_inference_summary()
+    from dualcog.inference.outcome import print_run_summary
+
+    print_run_summary(config)
 
 
 onerror:
-    print_inference_summary()
+    from dualcog.inference.outcome import print_run_summary
+
+    print_run_summary(config)

@@ -7,8 +7,10 @@ send), each with its wall-clock rate and its own process's CPU time per request:
 
 - `ours`: `run_model` as a job runs it (request bodies, budgets, retries bookkeeping, response
   cache written by the background writer, the responses frame);
-- `sdk_post`: the same wire path alone (`dualcog.inference.client.ChatClient`: AsyncOpenAI's
-  low-level `post` returning the raw response, our decoding) in a bare asyncio loop;
+- `sdk_post_lean`: the same wire path alone (`dualcog.inference.client.ChatClient`:
+  AsyncOpenAI's low-level `post` returning the raw response over our lean keep-alive
+  transport, our decoding) in a bare asyncio loop;
+- `sdk_post_httpcore`: the same with the SDK's default transport (httpcore's pool);
 - `sdk_typed`: `AsyncOpenAI.chat.completions.create` (the SDK's typed request transformation
   and pydantic reply), the path the engine does not use;
 - `minimal`: a minimal asyncio client (raw keep-alive sockets, `json` in and out).
@@ -173,14 +175,18 @@ def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[s
     return list(out.raw_text)
 
 
-def run_sdk_post(model: dict, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
+def run_sdk_post(
+    model: dict, prompts: pd.DataFrame, store: Path, concurrency: int, lean: bool
+) -> list[str]:
     from dualcog.inference.client import ChatClient
 
     settings = request_settings(model)
     rows = prompts.to_dict("records")
 
     async def main() -> list[str]:
-        client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, concurrency)
+        client = ChatClient(
+            settings.api_base, settings.api_key, settings.timeout_s, concurrency, lean=lean
+        )
         texts: list[str] = [""] * len(rows)
         queue = iter(range(len(rows)))
 
@@ -314,14 +320,19 @@ def main() -> None:
             image_kb = sum(media_path(store, k, "image").stat().st_size for k in IMAGE_KEYS) / 1024
             prompts = make_prompts(args.requests, "t")
             model = model_config(api_base, args.concurrency)
+            c = args.concurrency
             media_data_uri(store, IMAGE_KEYS[0], "image")  # every client reads media warm
             media_data_uri(store, IMAGE_KEYS[1], "image")
             # A job imports the HTTP stack once; leave that one-off cost out of every client.
             import dualcog.inference.client  # noqa: F401
 
+            # One round to warm the server process before anything is timed.
+            run_minimal(port, make_prompts(c, "warm"), store, c)
+
             clients = [
                 ("ours", lambda: run_ours(model, prompts, work, "ours")),
-                ("sdk_post", lambda: run_sdk_post(model, prompts, store, args.concurrency)),
+                ("sdk_post_lean", lambda: run_sdk_post(model, prompts, store, c, lean=True)),
+                ("sdk_post_httpcore", lambda: run_sdk_post(model, prompts, store, c, lean=False)),
                 ("sdk_typed", lambda: run_sdk_typed(model, prompts, store, args.concurrency)),
                 ("minimal", lambda: run_minimal(port, prompts, store, args.concurrency)),
             ]

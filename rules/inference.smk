@@ -20,11 +20,3 @@ rule infer:
         cache_dir=config["cache_dir"],
     script:
         "../scripts/infer.py"
-
-
-def print_inference_summary():
-    """Called from the Snakefile's onsuccess/onerror: models with failed requests and what to type."""
-    from dualcog.inference.outcome import run_summary
-
-    for line in run_summary(config):
-        print(line, file=sys.stderr)

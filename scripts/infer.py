@@ -5,7 +5,7 @@ from pathlib import Path
 from dualcog.config import model_by_name, validate_config
 from dualcog.errors import DualCogError
 from dualcog.inference import run_model
-from dualcog.inference.outcome import InferenceFailed, assess, write_outcome
+from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media import missing_media
 from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
@@ -39,6 +39,8 @@ def main(sm):
     log.info(
         "%s on %s: %d requests (backend %s)", model["name"], label, len(prompts), model["backend"]
     )
+    if model["backend"] == "openai":
+        require_media(prompts, sm.params.media_store)
     responses = run_model(
         model,
         prompts,
@@ -48,17 +50,10 @@ def main(sm):
         progress=log.info,  # the engine's lines start with model/task already
     )
     log.info("status counts: %s", responses["status"].value_counts().to_dict())
-    if model["backend"] == "openai":
-        outcome = assess(model, label, responses["status"], responses["error_type"])
-        write_outcome(sm.params.cache_dir, outcome)
-        for line in outcome.lines():
-            log.warning("%s", line)
-        if outcome.failed:
-            # The cache already holds every answer received: a rerun sends only the failures.
-            raise InferenceFailed(
-                f"{model['name']}/{label}: {outcome.transient} of {outcome.requests} requests "
-                f"failed after retries ({outcome.counts_text()}); no responses written"
-            )
+    outcome = record_outcome(model, label, responses, sm.params.cache_dir)
+    if outcome is not None and outcome.failed:
+        # The cache already holds every answer received: a rerun sends only the failures.
+        raise InferenceFailed(outcome.failure_message())
     write_table(responses, RESPONSES, sm.output[0])
 
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from dualcog.config import model_by_name, validate_config
 from dualcog.inference import run_model
-from dualcog.runtime import log, progress_logger, run_step
+from dualcog.inference.outcome import InferenceFailed, record_outcome
+from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 from dualcog.serving import ManagedServer, exit_on_signals, serve_spec
 
@@ -15,6 +16,7 @@ def main(sm):
     runs = {item["run"]: model_by_name(config, item["run"]) for item in plan}
     spec = serve_spec(next(iter(runs.values())))
     samples = read_frame(sm.input.samples)
+    failed = []
     with exit_on_signals(), ManagedServer(spec, sm.log.server, label=sm.rule) as server:
         log.info(
             "server for %s: pid %d, %s (serves %s; log %s)",
@@ -36,13 +38,20 @@ def main(sm):
                 task_samples,
                 Path(sm.params.media_store),
                 Path(sm.params.cache_dir),
-                progress=progress_logger(f"{item['run']}/{item['task']}"),
+                progress=log.info,  # the engine's lines start with run/task already
             )
             # Errors caused by a server that died are the server's, not the model's.
             server.check_alive()
             log.info("status counts: %s", responses["status"].value_counts().to_dict())
+            outcome = record_outcome(model, item["task"], responses, sm.params.cache_dir)
+            if outcome is not None and outcome.failed:
+                failed.append(outcome.failure_message())
+                continue
             write_table(responses, RESPONSES, item["output"])
     log.info("server stopped")
+    if failed:
+        # Answers received are cached: a plain rerun sends only the failed requests.
+        raise InferenceFailed("; ".join(failed))
 
 
 run_step(snakemake, main)  # noqa: F821

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 from score_fixtures import (
     behavior_parsed,
     behavior_sample,
@@ -21,8 +22,9 @@ from score_fixtures import (
     visibility_sample,
 )
 
+from dualcog.errors import DataError
 from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
-from dualcog.explorer.media import MAX_FRAMES, grid_times
+from dualcog.explorer.media import MAX_FRAMES, grid_times, image_thumbnail, video_frames
 from dualcog.explorer.page import (
     CHUNK_BYTES_LIMIT,
     CHUNK_SIZE,
@@ -253,3 +255,25 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     assert len(cards) == CHUNK_SIZE and cards[2:] == [None] * (CHUNK_SIZE - 2)
     assert 'class="box gold"' in cards[0] and 'class="box pred"' in cards[0]
     assert 'class="box scored-against"' in cards[0]
+
+
+DEMO_VIDEO = next(
+    (Path(__file__).parents[1] / "resources" / "demo").glob("**/final_task/task_rgb_web.mp4")
+)
+
+
+def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
+    row = video_frames(str(DEMO_VIDEO), None, tmp_path)  # duration read from the video
+    assert row.kind == "video" and (row.width, row.height) == (160, 120)
+    assert len(row.files) == len(row.times) >= 2
+    assert row.times == sorted(row.times) and row.times[0] == 0.0
+    steps = np.diff(row.times)
+    assert np.all(np.abs(steps - 0.5) <= 0.1)  # grid every 0.5 s, nearest decoded frame
+    for file in row.files:
+        with Image.open(tmp_path / file) as frame:
+            assert frame.size == (160, 120)
+
+
+def test_missing_prepared_image_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="prepared image missing from the media store"):
+        image_thumbnail("/src.jpg", "ab" * 16, tmp_path / "store", tmp_path)

@@ -202,3 +202,67 @@ def test_max_error_rate_accepts_a_few_transient_failures():
     lines = assess({"name": "m"}, "t", statuses, kinds).lines()
     assert "http_503: 1, timeout: 1" in lines[0] and "the job failed" in lines[1]
     assert "run the same snakemake command again" in lines[1]
+
+
+def test_progress_lines_show_counts_rate_and_eta_every_few_seconds():
+    from dualcog.inference.common import ProgressReporter
+
+    now = [0.0]
+    lines: list[str] = []
+    reporter = ProgressReporter(
+        "m/behavior", 100, lines.append, every_fraction=1.0, every_s=5.0, clock=lambda: now[0]
+    )
+    for _ in range(10):
+        reporter.add("ok", cached=True)
+    now[0] = 2.0
+    for _ in range(20):
+        reporter.add("ok")
+    assert lines == []  # neither 5 s nor the whole run yet
+    now[0] = 5.0
+    reporter.add("error")
+    assert lines == [
+        "m/behavior: 31/100 done, ok=30, errors=1, cached=10, 4.20 req/s, ETA 16s, elapsed 5s"
+    ]
+    now[0] = 9.0
+    reporter.tick()
+    assert len(lines) == 1  # 4 s since the last line
+    now[0] = 10.5
+    reporter.tick()  # a timer reports while requests are slow to come back
+    assert len(lines) == 2 and lines[1].startswith("m/behavior: 31/100 done")
+    for _ in range(69):
+        reporter.add("ok")
+    reporter.finish()
+    assert lines[-1].startswith("m/behavior: 100/100 done, ok=99, errors=1, cached=10")
+    assert "ETA 0s" in lines[-1] and all(line.count("m/behavior") == 1 for line in lines)
+
+
+def test_a_filesystem_without_flock_stops_with_a_clear_error(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    from dualcog.errors import DualCogError
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(DualCogError, match=r"flock\) do not work on this filesystem.*cache_dir"):
+        ResponseCache(tmp_path / "m" / "t.jsonl")
+
+
+def test_reasoning_text_and_tokens_are_kept_apart_from_the_answer(media_store, tmp_path):
+    def responder(body: dict, count: int) -> Reply:
+        text = body["messages"][-1]["content"][0]["text"]
+        if text == "prompt 000":  # vLLM / DeepSeek style
+            payload = completion('{"answer_option_id":"B"}', reasoning_content="I think A.")
+            payload["usage"]["completion_tokens_details"] = {"reasoning_tokens": 42}
+        else:  # OpenRouter style, no token details
+            payload = completion('{"answer_option_id":"C"}', reasoning="Maybe D.")
+        return 200, payload, {}
+
+    with LoopbackServer(responder) as server:
+        out = run(make_model(server), make_prompts(2), media_store, tmp_path / "c")
+    assert list(out.raw_text) == ['{"answer_option_id":"B"}', '{"answer_option_id":"C"}']
+    assert list(out.reasoning_text) == ["I think A.", "Maybe D."]
+    assert out.reasoning_tokens.iloc[0] == 42 and pd.isna(out.reasoning_tokens.iloc[1])
+    assert schemas.RESPONSES.field("reasoning_text").type == "string"

@@ -91,11 +91,13 @@ def _snakemake(workdir: Path, *args: str):
 
 
 def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Path) -> None:
-    tasks = ["future_observation", "behavior"]  # (ingest needs future_observation today)
+    tasks = ["future_observation", "behavior"]
+    target = "results/metrics/metrics.parquet"  # responses -> parsed -> scores -> metrics
     faults = Faults()
     with LoopbackServer(faults) as server:
         _config(tmp_path, server.api_base, tasks)
-        first = _snakemake(tmp_path)
+        # --keep-going (as the profiles set it): the other task's job runs despite the failure.
+        first = _snakemake(tmp_path, target, "--keep-going")
         assert first.returncode != 0
         sent_first = server.requests
         per_prompt = dict(server.per_prompt)
@@ -123,7 +125,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
 
         # Plain rerun once the server is healthy: only the failed requests go out again.
         faults.healed = True
-        second = _snakemake(tmp_path)
+        second = _snakemake(tmp_path, target)
         assert second.returncode == 0, second.stderr[-3000:]
         resent = server.bodies[sent_first:]
         resent_markers = sorted(request_marker(b) for b in resent)
@@ -131,8 +133,30 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         assert resent_markers == expected
         assert server.resent_after_answer == []
         # A third plain run has nothing to do.
-        third = _snakemake(tmp_path)
+        third = _snakemake(tmp_path, target)
         assert third.returncode == 0 and server.requests == sent_first + len(expected)
+
+        # A cache line that is not UTF-8 is skipped with a warning naming file and line; a
+        # forced rerun resends only the refused requests (errors are never reused).
+        cache = f"results/cache/{MODEL}/behavior.jsonl"
+        lines = (tmp_path / cache).read_bytes().count(b"\n")
+        with (tmp_path / cache).open("ab") as handle:
+            handle.write(b'{"cache_key": "\xff\xfe"}\n')
+        before = server.requests
+        fourth = _snakemake(tmp_path, target, "--forcerun", "infer")
+        assert fourth.returncode == 0, fourth.stderr[-3000:]
+        assert f"{cache}:{lines + 1}: unreadable line skipped" in (
+            (tmp_path / _log("behavior")).read_text()
+        )
+        assert server.requests - before == len(refused)
+        assert server.resent_after_answer == []
+
+    # Progress lines: done/total, counts, rate and ETA, the model/task label once.
+    for task in tasks:
+        log = (tmp_path / _log(task)).read_text()
+        assert re.search(rf"{MODEL}/{task}: 16/16 done, ok=\d+, errors=\d+, cached=\d+, ", log)
+        assert "ETA 0s" in log and f"{MODEL}/{task}: {MODEL}" not in log
+        assert "HTTP Request:" not in log  # no line per request from the HTTP stack
 
     for path in tmp_path.rglob("*"):
         if path.is_file():
@@ -200,3 +224,32 @@ def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
     latest_start = max(start for start, _ in spans)
     overlapping = sum(start <= latest_start <= end for start, end in spans)
     assert overlapping >= 3
+
+
+def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: Path) -> None:
+    """As on a cluster: each job is submitted (cluster-generic executor) and runs as its own
+    detached process, not a child of Snakemake; only the filesystem is shared."""
+    submit = tmp_path / "submit.sh"
+    submit.write_text(
+        '#!/bin/bash\nsetsid nohup bash "$1" > "$1.out" 2>&1 < /dev/null &\necho "$!"\n'
+    )
+    submit.chmod(0o755)
+    limit, window = 12, 2.0
+    tasks = ["future_observation", "behavior", "landmark_position"]
+    with LoopbackServer(lambda body, count: answer(body)) as server:
+        _config(tmp_path, server.api_base, tasks, rpm_limit=limit, rate_limit_window_s=window)
+        upstream = _snakemake(tmp_path, "--omit-from", "infer")  # locally, for speed
+        assert upstream.returncode == 0, upstream.stderr[-3000:]
+        result = _snakemake(
+            tmp_path,
+            *(f"results/responses/{MODEL}/{task}.parquet" for task in tasks),
+            "--executor", "cluster-generic", "--cluster-generic-submit-cmd", str(submit),
+            "--jobs", "6", "--latency-wait", "5",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        arrivals = list(server.arrivals)
+    assert len(arrivals) == 3 * 16 - 1  # one pair of identical requests is sent once
+    assert _max_in_window(arrivals, window) <= limit
+    spans = [_job_span(text) for text in _infer_logs(tmp_path)]
+    latest_start = max(start for start, _ in spans)
+    assert sum(start <= latest_start <= end for start, end in spans) >= 2

@@ -8,13 +8,18 @@ Every expected value below was worked out by hand from the written legacy rules
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
+from dataset_builder import default_image_samples, write_dataset
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parse_corpus import IMAGE_CASES, IMAGE_OFFERED
 from score_fixtures import image_parsed, image_sample, parsed_frame, samples_frame
 
+from dualcog.errors import DataError
+from dualcog.ingest import _gold_id_set, _SampleReader, ingest
 from dualcog.parsing import (
     NOT_JSON,
     parse_image_legacy,
@@ -337,3 +342,62 @@ def test_legacy_future_observation_box_is_scored_against_the_released_answer_box
     )
     scores = score_samples(samples_frame([sample]), parsed_frame([strict]))
     assert scores.loc[scores["parse"] == "strict", "iou"].iloc[0] == 1.0
+
+
+@pytest.mark.parametrize("digits", [4300, 4301, 9000])
+def test_shared_fast_path_with_integers_past_the_digit_guard(digits):
+    strict_valid = '{"answer_option_id":"B","bbox_xyxy_norm":[0.1,0.2,0.5,0.6],"n":'
+    other = '{"answer_option_id":"b","bbox_xyxy_norm":[0.1,0.2,0.5,0.6],"n":'
+    for head in (strict_valid, other):
+        raw = head + "7" * digits + "}"
+        strict, _, legacy = parse_image_modes(raw, IMAGE_OFFERED)
+        assert legacy == parse_image_legacy(raw)
+        # The candidate fails past the guard: the box has no BBox line to fall back on.
+        assert legacy.bbox_valid is (digits <= 4300)
+    assert parse_image_modes(strict_valid + "7" * 9000 + "}", IMAGE_OFFERED)[0].all_valid
+
+
+# --- what ingestion stores for legacy scoring -------------------------------------------------
+
+
+def _ingested(tmp_path, images):
+    samples = ingest(write_dataset(tmp_path, image_samples=images))
+    return {row["sample_id"]: row for row in samples.to_dict("records")}
+
+
+@pytest.mark.parametrize(
+    ("listed", "gold_set"),
+    [(["B"], ["B"]), ([" C ", "", "B", "C"], ["C", "B"]), (["", " "], ["A"]), (None, ["A"])],
+)
+def test_gold_id_set(listed, gold_set):
+    raw = {"sample_id": "s", "answer_option_id": "A"}
+    if listed is not None:
+        raw["answer_option_ids"] = listed
+    assert _gold_id_set(_SampleReader(raw, Path("m.json"), 0), "A") == gold_set
+
+
+def test_ingest_stores_the_gold_id_set_and_the_released_answer_box(tmp_path):
+    images = default_image_samples()
+    what = next(s for s in images if s["task_type"] == "self_what")
+    what["answer_option_ids"] = [" B ", ""]
+    what["answer_bbox_xyxy_norm"] = [0.3, 0.3, 0.7, 0.7]  # not the correct candidate's box
+    rows = _ingested(tmp_path, images)
+    row = rows[what["sample_id"]]
+    assert list(row["gold_option_ids"]) == ["B"]
+    assert list(row["gold_bbox"]) == [0.2, 0.2, 0.6, 0.6]  # candidate B's box
+    assert list(row["answer_bbox"]) == [0.3, 0.3, 0.7, 0.7]
+    where = next(s for s in images if s["task_type"] == "self_where")
+    assert list(rows[where["sample_id"]]["gold_option_ids"]) == ["B"]
+    assert list(rows[where["sample_id"]]["answer_bbox"]) == where["answer_bbox_xyxy_norm"]
+
+
+@pytest.mark.parametrize("listed", ["B", [1], {"B": 1}])
+def test_ingest_rejects_a_gold_id_set_that_is_not_a_list_of_strings(listed):
+    raw = {"sample_id": "s", "answer_option_ids": listed}
+    with pytest.raises(DataError) as info:
+        _gold_id_set(_SampleReader(raw, Path("m.json"), 0), "A")
+    assert (info.value.field, info.value.sample, info.value.file) == (
+        "answer_option_ids",
+        "s",
+        "m.json",
+    )

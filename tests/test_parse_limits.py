@@ -155,7 +155,10 @@ def _reference_balanced(text: str, opener: str, closer: str):
     return NOT_JSON
 
 
-_JSONISH = ["{", "}", "[", "]", '"', "\\", ":", ",", " ", "1", "a", '"k"', "null", "x", "-"]
+_JSONISH = [
+    "{", "}", "[", "]", '"', "\\", ":", ",", " ", "1", "a", '"k"', "null", "x", "-", '"{"',
+    '"}"', '{"a":', '"\\"', "[1,", "]}",
+]  # fmt: skip
 
 
 @FUZZ
@@ -163,6 +166,12 @@ _JSONISH = ["{", "}", "[", "]", '"', "\\", ":", ",", " ", "1", "a", '"k"', "null
 def test_balanced_scan_equals_trying_every_opener(text):
     assert first_balanced_object(text) == _reference_balanced(text, "{", "}")
     assert first_balanced_array(text) == _reference_balanced(text, "[", "]")
+
+
+def test_an_opener_inside_a_failed_spans_string_is_still_tried():
+    # From 0 the span fails at the `a` after `"{"`; the `{` inside that string starts a
+    # different tokenisation, whose span parses.
+    assert first_balanced_object('{"a":"{"a":"}"}') == {"a": "}"}
 
 
 def test_nested_failing_spans_still_find_an_inner_object():
@@ -256,8 +265,8 @@ _HEAVY = [
 ]  # fmt: skip
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(_HEAVY), st.integers(1, 3000)), max_size=12))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_HEAVY), st.integers(1, 1500)), max_size=8))
 def test_large_adversarial_texts_never_raise_and_are_deterministic(pieces):
     raw = "".join(fragment * count for fragment, count in pieces)
     image = parse_image_modes(raw, OFFERED)

@@ -96,7 +96,7 @@ def test_video_parsers_never_raise_and_are_deterministic(raw):
     for result in visibility:
         assert result.stage in PARSE_STAGES
         assert (result.count_reason is None) == result.count_valid
-        assert result.visible_count is None or 0 <= result.visible_count
+        assert result.visible_count is None or result.visible_count >= 0
 
 
 # --- strict-valid responses -----------------------------------------------------------------

@@ -94,3 +94,32 @@ def test_figures_are_written_as_png_and_svg(tmp_path):
     assert "Model A" in svg and "World-state score (%)" in svg and "Proprietary" in svg
     again = draw_plots(["audit_gains"], _metrics(), model_frame(MODELS), None, tmp_path / "x")
     assert again[1].read_bytes() == (tmp_path / "audit_gains.svg").read_bytes()  # reproducible
+
+
+def test_sparse_runs_still_draw_every_plot(tmp_path):
+    # One agent-state image task only: no world-state score, no audit, no video panels.
+    metrics = pd.DataFrame(
+        [
+            _row("a", "landmark_position", "option_acc", 0.5),
+            _row("a", "landmark_position", "bbox_acc50", 0.25),
+            _row("a", "overall", "agent_state_score", 0.4),
+        ]
+    )
+    assert cognition_balance(metrics).empty and audit_gains(metrics).empty
+    assert by_difficulty(metrics).empty
+    assert answer_vs_grounding(metrics)["model"].tolist() == ["a"]
+    names = ["answer_vs_grounding", "cognition_balance", "by_difficulty", "audit_gains"]
+    written = draw_plots(names, metrics, model_frame(MODELS), None, tmp_path)
+    assert len(written) == 8
+    assert "no model ran all four image tasks" in (tmp_path / "audit_gains.svg").read_text()
+
+
+def test_many_models_are_numbered_with_a_key(tmp_path):
+    models = [{"name": f"m{i}", "group": "open-weights"} for i in range(14)]
+    metrics = pd.DataFrame(
+        [_row(f"m{i}", "overall", metric, 0.05 * i)
+         for i in range(14) for metric in ("agent_state_score", "world_state_score")]
+    )  # fmt: skip
+    draw_plots(["cognition_balance"], metrics, model_frame(models), None, tmp_path)
+    svg = (tmp_path / "cognition_balance.svg").read_text()
+    assert "14  m13" in svg and "1  m0" in svg  # the key: number and name

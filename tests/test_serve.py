@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +19,14 @@ import pytest
 
 from dualcog import schemas
 from dualcog.inference import media_path, run_model
-from dualcog.serving import ManagedServer, ServeError, serve_spec, served_groups
+from dualcog.serving import (
+    GpuClaim,
+    ManagedServer,
+    ServeError,
+    gpu_pool,
+    serve_spec,
+    served_groups,
+)
 
 FAKE = Path(__file__).parent / "fake_vllm.py"
 IMAGE = "cd" + "4" * 62
@@ -172,3 +180,41 @@ def test_runs_sharing_a_served_route_share_one_server() -> None:
         ("Q-2", ("Q-Fast",), 1),
     ]
     assert groups[2].rule_name == "infer_served_Q_2"
+
+
+def test_gpu_pool_comes_from_the_job_or_the_machine(monkeypatch) -> None:
+    assert gpu_pool({"CUDA_VISIBLE_DEVICES": "3"}) is None  # SLURM chose: keep it
+    assert gpu_pool({"DUALCOG_GPUS": "0, 1,2"}) == ["0", "1", "2"]
+    monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi: leave the choice alone
+    assert gpu_pool({}) is None
+
+
+def test_gpu_claims_share_the_pool_without_overlap(tmp_path: Path) -> None:
+    first = GpuClaim(1, ["0", "1", "2"], tmp_path)
+    second = GpuClaim(2, ["0", "1", "2"], tmp_path)
+    assert first.acquire() == ["0"] and second.acquire() == ["1", "2"]
+    third = GpuClaim(1, ["0", "1", "2"], tmp_path, wait_s=0.3, poll_s=0.05)
+    with pytest.raises(ServeError, match=r"no 1 free GPUs in \['0', '1', '2'\] after 0.3 s"):
+        third.acquire()
+    first.release()
+    assert third.acquire() == ["0"]
+    with pytest.raises(ServeError, match="needs 4 GPUs; the pool has 3"):
+        GpuClaim(4, ["0", "1", "2"], tmp_path)
+
+
+def test_two_servers_get_different_devices(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("DUALCOG_GPUS", "4,5")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a lock folder of this test's own
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    starts = tmp_path / "starts.txt"
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    model = fake_model(starts, gpus=1)
+    with ManagedServer(serve_spec(model), logs[0]), ManagedServer(serve_spec(model), logs[1]):
+        seen = sorted(
+            line for log in logs for line in log.read_text().splitlines()
+            if line.startswith("CUDA_VISIBLE_DEVICES=")
+        )  # fmt: skip
+    assert seen == ["CUDA_VISIBLE_DEVICES=4", "CUDA_VISIBLE_DEVICES=5"]
+    # Released with the servers: both devices are free again.
+    assert GpuClaim(2, ["4", "5"], tmp_path / "dualcog-gpu-locks", wait_s=0).acquire() == ["4", "5"]

@@ -117,3 +117,17 @@ def test_compare_entries_are_checked_against_models():
         comparison_pairs({**config, "compare": [["x", "z"]]})
     with pytest.raises(ConfigError, match="itself"):
         comparison_pairs({**config, "compare": [["x", "x"]]})
+
+
+def test_config_schema_and_defaults_for_bootstrap_and_compare():
+    from dualcog.config import validate_config
+
+    base = {"data_root": "x", "models": [{"name": "m", "backend": "oracle"}]}
+    config = validate_config(base)
+    assert config["bootstrap"] == {"replicates": 1000, "seed": 0, "level": 0.95}
+    assert config["compare"] == []
+    assert validate_config({**base, "bootstrap": {"seed": 4}})["bootstrap"]["seed"] == 4
+    for bad in ({"bootstrap": {"level": 1.5}}, {"bootstrap": {"replicates": 0}},
+                {"compare": [["m"]]}, {"bootstrap": {"seeds": 1}}):  # fmt: skip
+        with pytest.raises(ConfigError):
+            validate_config({**base, **bad})

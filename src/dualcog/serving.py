@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from dualcog.errors import DualCogError
 from dualcog.routes import route_key_of
@@ -34,6 +37,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_HEALTH_TIMEOUT_S = 1800.0  # loading a large checkpoint from a network disk is slow
 LOG_TAIL_LINES = 40
 PR_SET_PDEATHSIG = 1
+GPU_POOL_VARIABLE = "DUALCOG_GPUS"  # e.g. "0,1,2,3": the devices managed servers may share
+GPU_WAIT_S = 600.0
 
 
 class ServeError(DualCogError):
@@ -166,6 +171,88 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(tail) if tail else "(the server log is empty)"
 
 
+def gpu_pool(environ: Mapping[str, str]) -> list[str] | None:
+    """Devices to share out among servers on this machine, or None to leave the choice alone.
+
+    A job that already has CUDA_VISIBLE_DEVICES (SLURM sets it per job) keeps it; otherwise the
+    pool is DUALCOG_GPUS, else every GPU `nvidia-smi -L` lists.
+    """
+    if environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return None
+    if environ.get(GPU_POOL_VARIABLE):
+        return [d.strip() for d in environ[GPU_POOL_VARIABLE].split(",") if d.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        listing = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith("GPU ")]
+
+
+class GpuClaim:
+    """Exclusive use of `count` devices of the pool, by lock files held while the server runs.
+
+    The locks are released when the claim is, or when the process holding them dies, so a
+    crashed job never keeps a device. Snakemake's `--resources gpu=N` keeps the total within
+    the pool; a claim that cannot be met waits, then fails with a message.
+    """
+
+    def __init__(
+        self,
+        count: int,
+        pool: list[str],
+        lock_dir: str | Path | None = None,
+        wait_s: float = GPU_WAIT_S,
+        poll_s: float = 0.5,
+    ) -> None:
+        if count > len(pool):
+            raise ServeError(f"the server needs {count} GPUs; the pool has {len(pool)}: {pool}")
+        self.count = count
+        self.pool = pool
+        self.lock_dir = Path(lock_dir or Path(tempfile.gettempdir()) / "dualcog-gpu-locks")
+        self.wait_s = wait_s
+        self.poll_s = poll_s
+        self.devices: list[str] = []
+        self._handles: list[IO[bytes]] = []
+
+    def acquire(self) -> list[str]:
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            for device in self.pool:
+                if len(self.devices) == self.count:
+                    return self.devices
+                if device in self.devices:
+                    continue
+                handle = open(self.lock_dir / f"gpu-{device}.lock", "ab")  # noqa: SIM115
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.close()
+                    continue
+                self.devices.append(device)
+                self._handles.append(handle)
+            if len(self.devices) == self.count:
+                return self.devices
+            if time.monotonic() >= deadline:
+                held = list(self.devices)
+                self.release()
+                raise ServeError(
+                    f"no {self.count} free GPUs in {self.pool} after {self.wait_s:g} s "
+                    f"(held {held}); other servers hold the rest: lower --resources gpu="
+                )
+            time.sleep(self.poll_s)
+
+    def release(self) -> None:
+        for handle in self._handles:
+            handle.close()
+        self._handles.clear()
+        self.devices = []
+
+
 class ManagedServer:
     """One server process group: `with ManagedServer(spec, log) as server: ... server.api_base`."""
 
@@ -184,6 +271,7 @@ class ManagedServer:
         self.label = label or spec.served_name
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
+        self.gpus: GpuClaim | None = None
 
     @property
     def api_base(self) -> str:
@@ -198,6 +286,10 @@ class ManagedServer:
         argv = self.spec.argv(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.spec.env}
+        pool = gpu_pool(env) if self.spec.gpus > 0 else None
+        if pool is not None:
+            self.gpus = GpuClaim(self.spec.gpus, pool)
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus.acquire())
         with open(self.log_path, "ab") as log:
             log.write(f"$ {' '.join(argv)}\n".encode())
             log.flush()
@@ -212,6 +304,7 @@ class ManagedServer:
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 )
             except FileNotFoundError:
+                self._release_gpus()
                 raise ServeError(
                     f"{self.label}: server command {argv[0]!r} not found (install vLLM: "
                     "envs/vllm.yaml, or run with --sdm conda)"
@@ -248,6 +341,7 @@ class ManagedServer:
         """SIGTERM to the whole process group, SIGKILL after the grace period."""
         process = self.process
         if process is None:
+            self._release_gpus()
             return
         group = process.pid  # start_new_session made it the group leader
         deadline = time.monotonic() + self.stop_grace_s
@@ -262,6 +356,11 @@ class ManagedServer:
             os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
+        self._release_gpus()
+
+    def _release_gpus(self) -> None:
+        if self.gpus is not None:
+            self.gpus.release()
 
     def __enter__(self) -> ManagedServer:
         self.start()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +25,15 @@ import httpx2
 import openai
 
 from dualcog.inference.common import escape_lone_surrogates
+from dualcog.inference.transport import LeanTransport, proxy_configured
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# One INFO line per HTTP request from the stack would bury the progress lines of a job.
+for _name in ("httpx2", "httpcore2", "openai"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 @dataclass
@@ -146,17 +151,25 @@ def classify(error: Exception) -> AttemptFailed:
 class ChatClient:
     """Async sender of pre-serialised Chat Completions bodies to one endpoint."""
 
-    def __init__(self, api_base: str | None, api_key: str, timeout_s: float, pool: int) -> None:
+    def __init__(
+        self, api_base: str | None, api_key: str, timeout_s: float, pool: int, lean: bool = True
+    ) -> None:
         self.timeout_s = timeout_s
+        if lean and not proxy_configured():
+            http_client = openai.DefaultAsyncHttpxClient(
+                transport=LeanTransport(max_idle_per_origin=pool), timeout=timeout_s
+            )
+        else:
+            http_client = openai.DefaultAsyncHttpxClient(
+                limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
+                timeout=timeout_s,
+            )
         self.client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=api_base,
             timeout=timeout_s,
             max_retries=0,  # ours are counted and rate-limited
-            http_client=openai.DefaultAsyncHttpxClient(
-                limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
-                timeout=timeout_s,
-            ),
+            http_client=http_client,
         )
         self._options = {
             "headers": {"Content-Type": "application/json"},

@@ -163,7 +163,8 @@ def sample_seed(seed: int, sample_id: str, stream: str) -> int:
 
 
 class ProgressReporter:
-    """Reports done/total, ok/error/cached counts, rate and ETA every few seconds and at the end.
+    """Reports done/total, ok/error/cached counts, rate and ETA every `every_s` seconds (and
+    every `every_fraction` of the work) and at the end.
 
     `label` (e.g. `model/task`) starts each line once; callers pass a plain sink such as
     `logging.info`, not one that adds its own prefix.
@@ -174,7 +175,7 @@ class ProgressReporter:
         label: str,
         total: int,
         progress: ProgressFn | None,
-        every_fraction: float = 0.05,
+        every_fraction: float = 1.0,
         every_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -203,7 +204,7 @@ class ProgressReporter:
         self.ok += status == "ok"
         self.errors += status == "error"
         self.cached += cached
-        if self.progress is None:
+        if self.progress is None or cached:  # cached rows are summed up in one message
             return
         now = self.clock()
         if self.done >= self.next_count or now - self.last_report >= self.every_s:

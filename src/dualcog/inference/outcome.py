@@ -79,6 +79,13 @@ class JobOutcome:
     def failed(self) -> bool:
         return self.transient > self.allowed
 
+    def failure_message(self) -> str:
+        return (
+            f"{self.model}/{self.task}: {self.transient} of {self.requests} requests failed "
+            f"after retries ({self.counts_text()}); no responses written for it, the answers "
+            f"received are cached: {RERUN_HINT}"
+        )
+
     def counts_text(self) -> str:
         return ", ".join(f"{kind}: {n}" for kind, n in sorted(self.errors.items()))
 
@@ -135,6 +142,23 @@ def assess(
     )
 
 
+def record_outcome(
+    model: Mapping[str, Any], task: str, responses: Any, cache_dir: Path | str
+) -> JobOutcome | None:
+    """For an `openai` job: assess its responses frame, write the outcome beside the cache and
+    log what failed. The caller raises `InferenceFailed` when `outcome.failed`, before writing
+    its output, so that a plain rerun retries the failed requests."""
+    if model.get("backend") != "openai":
+        return None
+    import logging
+
+    outcome = assess(model, task, responses["status"], responses["error_type"])
+    write_outcome(cache_dir, outcome)
+    for line in outcome.lines():
+        logging.getLogger("dualcog").warning("%s", line)
+    return outcome
+
+
 def outcome_path(cache_dir: Path | str, model: str, task: str) -> Path:
     from dualcog.inference.cache import cache_path
 
@@ -175,3 +199,11 @@ def run_summary(config: Mapping[str, Any]) -> list[str]:
     if lines:
         lines.insert(0, "inference summary (models with failed requests):")
     return lines
+
+
+def print_run_summary(config: Mapping[str, Any], stream: Any = None) -> None:
+    """`run_summary` to stderr; the Snakefile calls it from `onsuccess` and `onerror`."""
+    import sys
+
+    for line in run_summary(config):
+        print(line, file=stream or sys.stderr)

@@ -232,9 +232,10 @@ def first_fence_content(text: str) -> str | None:
 
 # --- stage 3: first balanced span that parses -----------------------------------------------
 
-# Tokens that matter for balance: a JSON string or one bracket of the kind being matched.
-_OBJECT_TOKENS = re.compile(_STRING + r"|[{}]", re.DOTALL)
-_ARRAY_TOKENS = re.compile(_STRING + r"|[\[\]]", re.DOTALL)
+# Tokens that matter for balance: a JSON string, a run of openers or one closer of the kind
+# being matched (a run is one token, so a long run of openers costs one regex match).
+_OBJECT_TOKENS = re.compile(_STRING + r"|\{+|\}", re.DOTALL)
+_ARRAY_TOKENS = re.compile(_STRING + r"|\[+|\]", re.DOTALL)
 # Only these openers can begin a JSON object or array: `{}` or a key, colon and the first
 # character of a value; `[` and a value or `]`. Skipping the others changes no result and
 # keeps prose full of brackets cheap. (Key strings of different openers cannot overlap, so
@@ -250,33 +251,39 @@ _ARRAY_START = re.compile(r"\[(?=" + _WS + r"(?:\]|" + _VALUE_START + "))")
 
 def _closing_positions(
     text: str, start: int, tokens: re.Pattern[str], opener: str
-) -> dict[int, tuple[int, int]]:
-    """Scan from the opener at `start`; map every opener met to (span end or -1, height).
+) -> dict[int, tuple[int, int, int]]:
+    """Scan from the opener at `start`; map every opener met to (span end or -1, height, start).
 
     Openers nested inside the span are tokenised identically when scanned on their own, so
     one pass records their matches too (keeps the search linear). The height (nesting levels
-    of this bracket kind) lets over-deep spans be skipped unparsed.
+    of this bracket kind) lets over-deep spans be skipped unparsed; the scan's start tells
+    which openers were read with one tokenisation.
     """
-    spans: dict[int, tuple[int, int]] = {}
+    spans: dict[int, tuple[int, int, int]] = {}
     stack: list[list[int]] = []  # [position, height of the deepest child so far]
     for match in tokens.finditer(text, start):
-        char = text[match.start()]
+        first = match.start()
+        char = text[first]
         if char == '"':
             continue
         if char == opener:
-            stack.append([match.start(), 0])
+            end = match.end()
+            if end - first == 1:
+                stack.append([first, 0])
+            else:
+                stack.extend([position, 0] for position in range(first, end))
         else:
             if not stack:
                 break
             position, child_height = stack.pop()
             height = child_height + 1
-            spans[position] = (match.end(), height)
+            spans[position] = (match.end(), height, start)
             if not stack:
                 break
             if height > stack[-1][1]:
                 stack[-1][1] = height
-    for position, _ in stack:
-        spans[position] = (-1, 0)
+    if stack:
+        spans.update(dict.fromkeys([entry[0] for entry in stack], (-1, 0, start)))
     return spans
 
 
@@ -285,21 +292,23 @@ def _first_balanced(
 ) -> Any:
     """First balanced span, in text order of its opener, that parses as JSON.
 
-    When a span fails at position k, a later opener before k was already read by that parse
-    as the start of a value, and parsing it on its own follows the same path: if its span
-    reaches past k it fails at k too, so it is skipped unparsed (nested failing spans would
-    otherwise be parsed once per level).
+    When a span fails at position k, a later opener before k that the same scan read as a
+    bracket (not inside a string) was read by that parse as the start of a value, and parsing
+    it on its own follows the same path: if its span reaches past k it fails at k too, so it
+    is skipped unparsed (nested failing spans would otherwise be parsed once per level).
     """
-    known: dict[int, tuple[int, int]] = {}
-    failed_at = -1
+    known: dict[int, tuple[int, int, int]] = {}
+    failed_at = failed_scan = -1
     for match in starts.finditer(text):
         start = match.start()
         span = known.get(start)
         if span is None:
             known.update(_closing_positions(text, start, tokens, opener))
             span = known[start]
-        end, height = span
-        if end == -1 or height > MAX_JSON_DEPTH or (start < failed_at < end):
+        end, height, scan = span
+        if end == -1 or height > MAX_JSON_DEPTH:
+            continue
+        if scan == failed_scan and start < failed_at < end:
             continue
         candidate = text[start:end]
         if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
@@ -312,7 +321,7 @@ def _first_balanced(
         if value is not NOT_JSON:
             return value
         if error >= 0:
-            failed_at = start + error
+            failed_at, failed_scan = start + error, scan
     return NOT_JSON
 
 

@@ -7,6 +7,7 @@ compatible stage-1 parse (when no reasoning tag changed the text) and the legacy
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dualcog.parsing.compatible import (
@@ -53,9 +54,25 @@ def recover_image_modes(raw: str, offered: Any) -> tuple[ImageParse, ImageRecove
         return strict, *_shortcut_strict_valid(raw, strict, parsed)
     candidate, extraction = candidate_with_parsed_stage1(raw, parsed)
     recovery = recover_image_from_candidate(candidate, extraction, offered)
-    legacy_value = parsed if type(parsed) is dict else legacy_candidate(raw)
+    legacy_value = parsed if _legacy_reads_the_same(raw, parsed) else legacy_candidate(raw)
     legacy = image_legacy_from_candidate(raw, legacy_value)
     return strict, recovery, legacy
+
+
+# An integer literal past Python's 4,300-digit guard parses in strict mode but fails legacy's
+# plain `json.loads`. The look-behind starts a try only at the first digit of a run (linear).
+_GUARDED_DIGITS = re.compile(r"(?<![0-9])[0-9]{4301}")
+
+
+def _legacy_reads_the_same(raw: str, parsed: Any) -> bool:
+    """Whether legacy's candidate is `parsed`, the RFC parse of the whole stripped text.
+
+    When that parse is an object, the stripped text runs from its first `{` to its last `}`,
+    and the default decoder reads it alike, except for integers past the digit guard.
+    """
+    if type(parsed) is not dict:
+        return False
+    return len(raw) <= 4300 or _GUARDED_DIGITS.search(raw) is None
 
 
 def _shortcut_strict_valid(
@@ -70,7 +87,9 @@ def _shortcut_strict_valid(
     option = strict.option_ids[0]
     box = strict.bbox
     recovery = ImageRecovery("strict", option, None, False, list(box), None, False)
-    if OPTION_LIST_KEY not in parsed and option in LEGACY_LETTERS:
+    if not _legacy_reads_the_same(raw, parsed):
+        legacy = image_legacy_from_candidate(raw, legacy_candidate(raw))
+    elif OPTION_LIST_KEY not in parsed and option in LEGACY_LETTERS:
         # Clamping a box already in [0,1] only turns -0.0 into 0.0.
         clamped = [max(0.0, min(1.0, c)) for c in box]
         legacy = ImageParse("legacy", [option], True, None, clamped, True, None, False, False)

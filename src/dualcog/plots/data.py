@@ -55,6 +55,19 @@ def _with_intervals(values: pd.DataFrame, intervals: pd.DataFrame | None) -> pd.
     return values.merge(intervals[key + ["ci_low", "ci_high"]], on=key, how="left")
 
 
+def _wide(rows: pd.DataFrame, index: list[str], metrics: tuple[str, ...]) -> pd.DataFrame:
+    """One row per `index`, columns <metric>_value / _ci_low / _ci_high for every metric
+    (NaN where a metric is absent)."""
+    columns = [f"{m}_{part}" for m in metrics for part in ("value", "ci_low", "ci_high")]
+    if rows.empty:
+        return pd.DataFrame(columns=index + columns)
+    wide = rows.pivot_table(
+        index=index, columns="metric", values=["value", "ci_low", "ci_high"], dropna=False
+    )
+    wide.columns = [f"{metric}_{part}" for part, metric in wide.columns]
+    return wide.reindex(columns=columns).reset_index()
+
+
 def answer_vs_grounding(
     metrics: pd.DataFrame, intervals: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -64,13 +77,9 @@ def answer_vs_grounding(
                        & f["metric"].isin(["option_acc", "bbox_acc50"])],
         intervals,
     )  # fmt: skip
-    wide = rows.pivot_table(
-        index=["model", "task"], columns="metric", values=["value", "ci_low", "ci_high"]
-    )
-    wide.columns = [f"{metric}_{part}" for part, metric in wide.columns]
-    return wide.reset_index().rename(
-        columns={"option_acc_value": "option_acc", "bbox_acc50_value": "bbox_acc50"}
-    )
+    wide = _wide(rows, ["model", "task"], ("option_acc", "bbox_acc50"))
+    wide = wide.rename(columns={"option_acc_value": "option_acc", "bbox_acc50_value": "bbox_acc50"})
+    return wide.dropna(subset=["option_acc", "bbox_acc50"]).reset_index(drop=True)
 
 
 def cognition_balance(metrics: pd.DataFrame, intervals: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -80,13 +89,11 @@ def cognition_balance(metrics: pd.DataFrame, intervals: pd.DataFrame | None = No
                        & f["metric"].isin(["agent_state_score", "world_state_score"])],
         intervals,
     )  # fmt: skip
-    wide = rows.pivot_table(index="model", columns="metric",
-                            values=["value", "ci_low", "ci_high"])  # fmt: skip
-    wide.columns = [f"{metric}_{part}" for part, metric in wide.columns]
+    wide = _wide(rows, ["model"], ("agent_state_score", "world_state_score"))
     wide = wide.rename(
         columns={"agent_state_score_value": "agent", "world_state_score_value": "world"}
     )
-    return wide.dropna(subset=["agent", "world"]).reset_index()
+    return wide.dropna(subset=["agent", "world"]).reset_index(drop=True)
 
 
 def by_difficulty(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +112,10 @@ def by_difficulty(metrics: pd.DataFrame) -> pd.DataFrame:
         grouped["order"] = grouped["stratum"].map({s: i for i, s in enumerate(strata)})
         parts.append(grouped.rename(columns={"mean": "value"})[
             ["panel", "model", "stratum", "order", "value"]])  # fmt: skip
-    return pd.concat(parts, ignore_index=True).sort_values(["panel", "model", "order"])
+    columns = ["panel", "model", "stratum", "order", "value"]
+    frame = pd.concat([p for p in parts if not p.empty] or [pd.DataFrame(columns=columns)],
+                      ignore_index=True)  # fmt: skip
+    return frame.sort_values(["panel", "model", "order"]).reset_index(drop=True)
 
 
 def audit_gains(metrics: pd.DataFrame) -> pd.DataFrame:

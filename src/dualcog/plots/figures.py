@@ -83,6 +83,12 @@ def _errors(frame: pd.DataFrame, value: str, low: str, high: str) -> np.ndarray 
     return np.vstack([lower.to_numpy(), upper.to_numpy()])
 
 
+# Up to this many models, points carry their names; beyond, a number and a key below.
+NAME_LABEL_LIMIT = 12
+KEY_COLUMNS = 4
+KEY_ROW_INCHES = 0.2
+
+
 def _label_points(ax: Axes, xs, ys, labels) -> None:
     """Name every point; labels of nearby points are stacked so that they do not overlap."""
     placed: list[tuple[float, float]] = []
@@ -97,6 +103,57 @@ def _label_points(ax: Axes, xs, ys, labels) -> None:
                     if ty != y else None)  # fmt: skip
 
 
+def _number_points(ax: Axes, xs, ys, numbers) -> None:
+    for x, y, number in zip(xs, ys, numbers, strict=True):
+        ax.annotate(str(number), (x, y), xytext=(3, 3), textcoords="offset points",
+                    fontsize=6, zorder=7)  # fmt: skip
+
+
+class _Key:
+    """How points name their model: by name (few models) or by number with a key below."""
+
+    def __init__(self, models: pd.DataFrame, shown: Iterable[str]) -> None:
+        self.models = models
+        self.shown = [m for m in models.index if m in set(shown)]
+        self.numbered = len(self.shown) > NAME_LABEL_LIMIT
+        self.number = {m: i + 1 for i, m in enumerate(self.shown)}
+        self.markers = _markers(models)
+
+    @property
+    def extra_height(self) -> float:
+        """Inches to add below the plots for the key."""
+        if not self.numbered:
+            return 0.0
+        return KEY_ROW_INCHES * (-(-len(self.shown) // KEY_COLUMNS) + 1)
+
+    def label(self, ax: Axes, xs, ys, names) -> None:
+        if self.numbered:
+            _number_points(ax, xs, ys, [self.number[m] for m in names])
+        else:
+            _label_points(ax, xs, ys, [self.models.loc[m, "label"] for m in names])
+
+    def draw(self, fig: Figure, line: bool = False) -> None:
+        """The model key below the plots (number, marker, colour and name of each model)."""
+        if not self.numbered:
+            return
+        handles = [
+            Line2D([], [], marker=self.markers[m], ls="-" if line else "", ms=5,
+                   color=_colour(self.models.loc[m, "group"]),
+                   label=f"{self.number[m]}  {self.models.loc[m, 'label']}")
+            for m in self.shown
+        ]  # fmt: skip
+        fig.legend(handles=handles, title="Models", loc="lower center", ncol=KEY_COLUMNS,
+                   fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.0))  # fmt: skip
+
+
+def _margins(fig: Figure, top: float, bottom: float, right: float = 0.2,
+             hspace: float = 0.25) -> None:  # fmt: skip
+    """Fixed margins in inches (titles and legends above, labels and the key below)."""
+    height, width = fig.get_figheight(), fig.get_figwidth()
+    fig.subplots_adjust(top=1 - top / height, bottom=bottom / height, left=0.8 / width,
+                        right=1 - right / width, hspace=hspace, wspace=0.12)  # fmt: skip
+
+
 def _no_data(ax: Axes, message: str) -> None:
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="#666666")
 
@@ -106,8 +163,9 @@ def plot_answer_vs_grounding(
 ) -> Figure:
     data = answer_vs_grounding(metrics, intervals)
     data = data[data["model"].isin(models.index)]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 9.5), sharex=True, sharey=True)
-    markers = _markers(models)
+    key = _Key(models, data["model"])
+    fig, axes = plt.subplots(2, 2, figsize=(10, 9.8 + key.extra_height), sharex=True,
+                             sharey=True)  # fmt: skip
     for ax, task in zip(axes.flat, IMAGE_TASKS, strict=True):
         ax.set_title(SCORED_BY_TASK[task].display_name, fontsize=9)
         ax.fill_between([0, 1], [0, 0], [0, 1], color="#F3E2D3", alpha=0.6, lw=0)
@@ -121,16 +179,13 @@ def plot_answer_vs_grounding(
             group = models.loc[name, "group"]
             one = row.to_frame().T
             ax.errorbar(
-                row["option_acc"], row["bbox_acc50"], fmt=markers[name],
+                row["option_acc"], row["bbox_acc50"], fmt=key.markers[name],
                 xerr=_errors(one, "option_acc", "option_acc_ci_low", "option_acc_ci_high"),
                 yerr=_errors(one, "bbox_acc50", "bbox_acc50_ci_low", "bbox_acc50_ci_high"),
                 color=_colour(group), ecolor=_colour(group) + "80", elinewidth=0.8,
                 markersize=6, capsize=0, zorder=6,
             )  # fmt: skip
-        _label_points(
-            ax, of_task["option_acc"], of_task["bbox_acc50"],
-            [models.loc[m, "label"] for m in of_task["model"]],
-        )  # fmt: skip
+        key.label(ax, of_task["option_acc"], of_task["bbox_acc50"], of_task["model"])
         _percent_axis(ax, "x")
         _percent_axis(ax, "y")
         ax.set_aspect("equal")
@@ -139,9 +194,10 @@ def plot_answer_vs_grounding(
     for ax in axes[:, 0]:
         ax.set_ylabel("BBox Acc@0.5 (%)")
     fig.suptitle("Answer vs grounding per image task (compatible parse; bars: 95% CI)")
-    _group_legend(fig, models["group"], loc="lower center", ncol=4,
-                  bbox_to_anchor=(0.5, 0.0))  # fmt: skip
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    _group_legend(fig, models["group"], loc="upper center", ncol=4,
+                  bbox_to_anchor=(0.5, 0.975))  # fmt: skip
+    key.draw(fig)
+    _margins(fig, top=1.0, bottom=0.7 + key.extra_height, hspace=0.2)
     return fig
 
 
@@ -150,7 +206,8 @@ def plot_cognition_balance(
 ) -> Figure:
     data = cognition_balance(metrics, intervals)
     data = data[data["model"].isin(models.index)]
-    fig, ax = plt.subplots(figsize=(7, 6.5))
+    key = _Key(models, data["model"])
+    fig, ax = plt.subplots(figsize=(8.5, 6.5 + key.extra_height))
     ax.plot([0, 1], [0, 1], ls="--", lw=0.8, color="#999999")
     ax.text(0.98, 0.9, "balanced", rotation=45, ha="right", va="top", fontsize=8,
             color="#777777", rotation_mode="anchor", transform_rotates_text=True)  # fmt: skip
@@ -158,65 +215,71 @@ def plot_cognition_balance(
     ax.text(0.97, 0.03, "stronger on agent-state", fontsize=8, color="#777777", ha="right")
     if data.empty:
         _no_data(ax, "no model has both agent-state and world-state scores")
-    markers = _markers(models)
     for _, row in data.iterrows():
         group = models.loc[row["model"], "group"]
         one = row.to_frame().T
         ax.errorbar(
-            row["agent"], row["world"], fmt=markers[row["model"]],
+            row["agent"], row["world"], fmt=key.markers[row["model"]],
             xerr=_errors(one, "agent", "agent_state_score_ci_low", "agent_state_score_ci_high"),
             yerr=_errors(one, "world", "world_state_score_ci_low", "world_state_score_ci_high"),
             color=_colour(group), ecolor=_colour(group) + "80", elinewidth=0.8, markersize=7,
             capsize=0, zorder=6,
         )  # fmt: skip
-    _label_points(ax, data["agent"], data["world"], [models.loc[m, "label"] for m in data["model"]])
+    key.label(ax, data["agent"], data["world"], data["model"])
     _percent_axis(ax, "x")
     _percent_axis(ax, "y")
     ax.set_aspect("equal")
     ax.set_xlabel("Agent-state score (%): mean of the 8 agent-state headline metrics")
     ax.set_ylabel("World-state score (%): mean of the 6 world-state headline metrics")
     ax.set_title("Agent-state vs world-state balance (compatible parse; bars: 95% CI)")
-    _group_legend(ax, models["group"], loc="upper left", bbox_to_anchor=(0.0, 0.93))
-    fig.tight_layout()
+    _group_legend(ax, models["group"], loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    key.draw(fig)
+    _margins(fig, top=0.4, bottom=0.7 + key.extra_height, right=1.9)
     return fig
 
 
 def plot_by_difficulty(metrics: pd.DataFrame, models: pd.DataFrame) -> Figure:
     data = by_difficulty(metrics)
     data = data[data["model"].isin(models.index)]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharey=True)
-    markers = _markers(models)
-    drawn = []
+    key = _Key(models, data["model"])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5 + key.extra_height), sharey=True)
     for ax, (title, _, _, strata) in zip(axes.flat, DIFFICULTY_PANELS, strict=True):
         of_panel = data[data["panel"] == title]
-        for name in models.index:
+        for name in key.shown:
             line = of_panel[of_panel["model"] == name].sort_values("order")
             if line.empty:
                 continue
-            ax.plot(line["order"], line["value"], marker=markers[name], ms=5, lw=1.2,
+            ax.plot(line["order"], line["value"], marker=key.markers[name], ms=5, lw=1.2,
                     color=_colour(models.loc[name, "group"]), alpha=0.9)  # fmt: skip
-            if name not in drawn:
-                drawn.append(name)
+            if key.numbered:
+                last = line.iloc[-1]
+                _number_points(ax, [last["order"]], [last["value"]], [key.number[name]])
         if of_panel.empty:
             _no_data(ax, "no model has this metric by difficulty")
         ax.set_xticks(range(len(strata)), strata)
         ax.set_xlim(-0.3, len(strata) - 0.7)
         ax.set_title(title)
-        ax.set_xlabel("Difficulty" if len(strata) == 3 else "Options offered")
+        ax.set_xlabel("Difficulty band" if len(strata) == 3 else "View directions (difficulty)")
         _percent_axis(ax, "y")
         ax.grid(axis="y", lw=0.3, color="#DDDDDD")
     for ax in axes[:, 0]:
         ax.set_ylabel("Score (%)")
+    fig.suptitle("Accuracy by difficulty (compatible parse)")
+    if key.numbered:
+        _group_legend(fig, models.loc[key.shown, "group"], loc="upper center", ncol=4,
+                      bbox_to_anchor=(0.5, 0.975), fontsize=8)  # fmt: skip
+        key.draw(fig, line=True)
+        _margins(fig, top=1.0, bottom=0.7 + key.extra_height, hspace=0.45)
+        return fig
     handles = [
-        Line2D([], [], marker=markers[m], color=_colour(models.loc[m, "group"]),
+        Line2D([], [], marker=key.markers[m], color=_colour(models.loc[m, "group"]),
                label=models.loc[m, "label"])
-        for m in drawn
+        for m in key.shown
     ]  # fmt: skip
     fig.legend(handles=handles, title="Model", loc="lower left",
                bbox_to_anchor=(0.78, 0.5), frameon=False, fontsize=8)  # fmt: skip
-    _group_legend(fig, models.loc[drawn, "group"], loc="upper left",
+    _group_legend(fig, models.loc[key.shown, "group"], loc="upper left",
                   bbox_to_anchor=(0.78, 0.48), fontsize=8)  # fmt: skip
-    fig.suptitle("Accuracy by difficulty (compatible parse)")
     fig.tight_layout(rect=(0, 0, 0.78, 0.96))
     return fig
 

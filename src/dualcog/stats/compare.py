@@ -129,7 +129,9 @@ def comparison_markdown(frame: pd.DataFrame, display: Mapping[str, str] | None =
         f"Both runs scored on their common samples (compatible parse, all strata). Difference "
         f"= {name_a} minus {name_b} in percentage points, with its {level:.0%} paired "
         f"cluster-bootstrap interval ({int(frame['n_boot'].max())} replicates, seed "
-        f"{int(frame['seed'].iloc[0])}); `*` marks an interval that excludes 0.",
+        f"{int(frame['seed'].iloc[0])}); `*` marks an interval that excludes 0. n: samples, "
+        "gold intervals (mean tIoU) or pairs (dual metrics); for overall scores, the number of "
+        "metrics averaged.",
         "",
         f"| Task | Metric | {name_a} | {name_b} | Difference | {level:.0%} interval | n |",
         "|---|---|---:|---:|---:|---|---:|",

@@ -23,6 +23,7 @@ from dualcog.tables.markdown import to_markdown
 from dualcog.tables.model import (
     GROUP_ORDER,
     GROUP_TITLES,
+    TASK_ABBREVIATIONS,
     Column,
     Table,
     image_columns,
@@ -34,6 +35,7 @@ from dualcog.tables.writers import WRITERS, to_csv, write_table
 __all__ = [
     "GROUP_ORDER",
     "GROUP_TITLES",
+    "TASK_ABBREVIATIONS",
     "WRITERS",
     "Column",
     "Table",

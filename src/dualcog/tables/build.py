@@ -69,7 +69,7 @@ def _pivot(metrics: pd.DataFrame, columns: Iterable[Column], models: pd.Index) -
     return pd.DataFrame(data, index=models)
 
 
-def _coverage_block(coverage: pd.DataFrame, models: pd.Index, tasks: Sequence[str]):
+def _coverage_block(coverage: pd.DataFrame, models: pd.Index, tasks: Sequence[str]) -> pd.DataFrame:
     """Per row: responses and expected over the table's requests, and each task's rate."""
     scored = list(dict.fromkeys(m for t in tasks for m in member_tasks(t)))
     scored = [t for t in scored if t in set(coverage["task"])]

@@ -110,7 +110,9 @@ def row_coverage(coverage: pd.DataFrame, models: pd.Index, tasks: Iterable[str])
     return sums.reindex(models)
 
 
-def per_task_coverage(coverage: pd.DataFrame, models: pd.Index, tasks: Iterable[str]):
+def per_task_coverage(
+    coverage: pd.DataFrame, models: pd.Index, tasks: Iterable[str]
+) -> pd.DataFrame:
     """Per model and scored task: responses / expected as a fraction (NaN where unknown)."""
     frame = coverage.assign(rate=coverage["responses"] / coverage["expected"])
     wide = frame.pivot_table(index="model", columns="task", values="rate", aggfunc="first")

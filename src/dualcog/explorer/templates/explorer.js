@@ -122,18 +122,36 @@
         document.body.dataset.rendered = String(token); // for tests: the page is drawn
       });
     });
-    pager.innerHTML = "";
-    for (let i = 0; i < pages && pages > 1; i++) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.textContent = String(i + 1);
-      if (i === page) button.className = "current";
-      button.addEventListener("click", function () { writeHash(Object.assign(readHash(), { page: i })); });
-      pager.appendChild(button);
-    }
+    drawPager(page, pages);
     document.querySelectorAll("a.model-link").forEach(function (link) {
       link.hash = location.hash; // keep the filters when switching model
     });
+  }
+
+  // Prev / next, the first and last page, and pages near the current one (paper scale: ~300).
+  function drawPager(page, pages) {
+    pager.innerHTML = "";
+    if (pages <= 1) return;
+    function add(label, target, current) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = label;
+      if (current) button.className = "current";
+      if (target < 0 || target >= pages) button.disabled = true;
+      button.addEventListener("click", function () {
+        writeHash(Object.assign(readHash(), { page: target }));
+      });
+      pager.appendChild(button);
+    }
+    add("‹ prev", page - 1, false);
+    let last = -1;
+    for (let i = 0; i < pages; i++) {
+      if (i !== 0 && i !== pages - 1 && Math.abs(i - page) > 3) continue;
+      if (last >= 0 && i > last + 1) pager.appendChild(document.createTextNode("…"));
+      add(String(i + 1), i, i === page);
+      last = i;
+    }
+    add("next ›", page + 1, false);
   }
 
   form.addEventListener("change", function () {

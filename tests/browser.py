@@ -1,8 +1,9 @@
 """A light Chrome DevTools Protocol client over headless Debian Chromium, for page tests.
 
-Starts a real /usr/bin/chromium with a fresh profile and talks to its first page target over
-the websocket the browser opens (`websocket-client`). Console errors and uncaught exceptions
-are collected so tests can assert a page loads cleanly.
+Starts a real /usr/bin/chromium with a fresh profile (no network services) and talks to its
+first page target over the websocket the browser opens (`websocket-client`). Console errors
+and uncaught exceptions are collected so tests can assert a page loads cleanly; clicks are
+real mouse events.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Browser:
         self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
         self.ids = itertools.count(1)
         self.errors: list[str] = []
+        self.loaded = False
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
         self.call(
@@ -73,6 +75,8 @@ class Browser:
     def _event(self, message: dict) -> None:
         method = message.get("method")
         params = message.get("params", {})
+        if method == "Page.loadEventFired":
+            self.loaded = True
         if method == "Runtime.exceptionThrown":
             self.errors.append(json.dumps(params.get("exceptionDetails", {}))[:500])
         elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":
@@ -91,8 +95,14 @@ class Browser:
                 return message.get("result", {})
             self._event(message)
 
-    def open(self, url: str) -> None:
+    def open(self, url: str, timeout: float = 30) -> None:
+        """Navigate and wait for the new page's load event (not the old page's state)."""
+        self.loaded = False
         self.call("Page.navigate", url=url)
+        self.socket.settimeout(timeout)
+        while not self.loaded:
+            self._event(json.loads(self.socket.recv()))
+        self.socket.settimeout(30)
         self.wait_for("document.readyState === 'complete'")
 
     def evaluate(self, expression: str) -> Any:
@@ -102,6 +112,16 @@ class Browser:
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def click(self, selector: str) -> None:
+        """A real mouse click at the centre of the first element matching `selector`."""
+        x, y = self.evaluate(
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
+            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
+            " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
     def wait_for(self, expression: str, timeout: float = 20) -> Any:
         deadline = time.monotonic() + timeout
@@ -122,6 +142,7 @@ class Browser:
             params["clip"] = {"x": 0, "y": 0, "width": size[0], "height": size[1], "scale": 1}
         data = self.call("Page.captureScreenshot", **params)["data"]
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
         return path
 
