@@ -21,7 +21,7 @@ import jinja2
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.stamp import stamp_summary
-from dualcog.tables.model import TASK_ABBREVIATIONS
+from dualcog.tables import TASK_ABBREVIATIONS
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
     IMAGE_DUAL_FAMILIES,
