@@ -37,13 +37,15 @@ def measure(fn: Callable[[], Any], repeats: int = 3) -> tuple[Timing, Any]:
     return best, result
 
 
-def report(title: str, n: int, unit: str, ours: Timing, naive: Timing) -> None:
-    """Print ours and the naive implementation side by side."""
+def report(title: str, n: int, unit: str, ours: Timing, naive: Timing, rate: bool = True) -> None:
+    """Print ours and the naive implementation side by side (rates per CPU second)."""
     print(f"{title} ({n:,} {unit})")
     for name, t in (("ours", ours), ("naive", naive)):
-        rate = n / t.wall_s if t.wall_s else float("inf")
-        print(f"  {name:<6} wall {t.wall_s:9.3f} s  CPU {t.cpu_s:9.3f} s  {rate:14,.0f} {unit}/s")
-    print(f"  speed-up: {naive.wall_s / ours.wall_s:.1f}x wall, {naive.cpu_s / ours.cpu_s:.1f}x CPU")
+        per_cpu = f"{n / t.cpu_s:14,.0f} {unit} per CPU-s" if rate and t.cpu_s else ""
+        print(f"  {name:<6} wall {t.wall_s:9.3f} s  CPU {t.cpu_s:9.3f} s  {per_cpu}")
+    print(
+        f"  speed-up: {naive.wall_s / ours.wall_s:.1f}x wall, {naive.cpu_s / ours.cpu_s:.1f}x CPU"
+    )
 
 
 def machine() -> str:

@@ -55,8 +55,8 @@ def synthetic(n_samples: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
         duration = rng.choice([30.0, 45.0, 60.0])
         if i % 2 == 0:
             gold = [
-                {"option_id": o, "label": o, "level": lv, "intervals": _intervals(rng, duration,
-                                                                                  rng.randint(1, 3))}
+                {"option_id": o, "label": o, "level": lv,
+                 "intervals": _intervals(rng, duration, rng.randint(1, 3))}
                 for o, lv in rng.sample(OPTIONS, rng.randint(2, 4))
             ]  # fmt: skip
             samples.append({
@@ -67,7 +67,8 @@ def synthetic(n_samples: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
             })  # fmt: skip
             for parse in PARSES:
                 answers = [
-                    {"option_id": g["option_id"], "intervals": _jitter(rng, g["intervals"], duration)}
+                    {"option_id": g["option_id"],
+                     "intervals": _jitter(rng, g["intervals"], duration)}
                     for g in gold if rng.random() < 0.8
                 ]  # fmt: skip
                 if rng.random() < 0.4:
