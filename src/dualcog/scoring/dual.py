@@ -86,25 +86,16 @@ def pairs_for_tasks(pairs: pd.DataFrame, tasks) -> pd.DataFrame:
     return pairs[pairs["family"].isin(families)].reset_index(drop=True)
 
 
-def _side_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per (sample_id, parse): semantic/evidence success of that sample's side.
-
-    A behavior side needs both of its levels; null flags count as failures.
-    """
-    flags = scores[["sample_id", "parse"]].assign(
-        semantic_ok=scores["semantic_ok"].fillna(False).astype(bool),
-        evidence_ok=scores["evidence_ok"].fillna(False).astype(bool),
-    )
-    return flags.groupby(["sample_id", "parse"], as_index=False)[
-        ["semantic_ok", "evidence_ok"]
-    ].all()
+def _success_by_sample(codes: np.ndarray, flag: np.ndarray, n_codes: int) -> np.ndarray:
+    """Per sample code: it has a score row and every one of its rows succeeded (a behavior
+    side needs both of its levels; a null flag counts as a failure)."""
+    present = np.bincount(codes, minlength=n_codes) > 0
+    failed = np.bincount(codes[~flag], minlength=n_codes) > 0
+    return present & ~failed
 
 
-def _both(joined: pd.DataFrame, flag: str) -> np.ndarray:
-    """Both sides succeeded; a side with no outcome (NaN after the join) failed."""
-    agent = joined[f"agent_{flag}"].fillna(False).astype(bool).to_numpy()
-    world = joined[f"world_{flag}"].fillna(False).astype(bool).to_numpy()
-    return (agent & world).astype(float)
+def _flag(scores: pd.DataFrame, name: str) -> np.ndarray:
+    return scores[name].fillna(False).astype(bool).to_numpy()
 
 
 def dual_metrics(
@@ -117,31 +108,43 @@ def dual_metrics(
     """
     if pairs is None:
         pairs, _ = dual_pairs(samples)
-    outcomes = _side_outcomes(scores)
+    # One integer code per sample id, shared by the score rows and both sides of every pair.
+    codes, uniques = pd.factorize(
+        pd.concat(
+            [scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]],
+            ignore_index=True,
+        )
+    )
+    n_scores, n_pairs, n_codes = len(scores), len(pairs), len(uniques)
+    score_code = codes[:n_scores]
+    agent_code = codes[n_scores : n_scores + n_pairs]
+    world_code = codes[n_scores + n_pairs :]
+    parse = scores["parse"].to_numpy(dtype=object)
+    semantic, evidence = _flag(scores, "semantic_ok"), _flag(scores, "evidence_ok")
+    family_of = pairs["family"].to_numpy(dtype=object)
+    stratum_of = pairs["stratum"]
+    request_task = scores["request_task"].to_numpy(dtype=object)
     rows = []
     for family, (agent_task, _) in FAMILY_SIDES.items():
-        family_pairs = pairs[pairs["family"] == family]
-        if family_pairs.empty:
+        in_family = family_of == family
+        if not in_family.any():
             continue
-        request_of_row = scores["request_task"]
-        modes = pd.unique(scores.loc[request_of_row == agent_task, "parse"])
-        for parse in modes:
-            mode = outcomes[outcomes["parse"] == parse].drop(columns="parse")
-            joined = family_pairs.merge(
-                mode.add_prefix("agent_"), on="agent_sample_id", how="left"
-            ).merge(mode.add_prefix("world_"), on="world_sample_id", how="left")
-            semantic = _both(joined, "semantic_ok")
-            evidence = _both(joined, "evidence_ok")
-            strata = joined["stratum"]
-            for stratum in ["all", *sorted(strata.dropna().unique())]:
-                mask = (
-                    np.ones(len(joined), bool)
-                    if stratum == "all"
-                    else (strata == stratum).to_numpy()
-                )
+        agent, world = agent_code[in_family], world_code[in_family]
+        strata = stratum_of[in_family]
+        masks = [("all", np.ones(len(agent), bool))] + [
+            (stratum, (strata == stratum).to_numpy())
+            for stratum in sorted(strata.dropna().unique())
+        ]
+        for mode in pd.unique(parse[request_task == agent_task]):
+            in_mode = parse == mode
+            success = {}
+            for metric, flag in (("dual_semantic_acc", semantic), ("dual_evidence_acc", evidence)):
+                ok = _success_by_sample(score_code[in_mode], flag[in_mode], n_codes)
+                success[metric] = (ok[agent] & ok[world]).astype(float)
+            for stratum, mask in masks:
                 n = int(mask.sum())
                 if n == 0:
                     continue
-                rows.append((family, parse, stratum, "dual_semantic_acc", semantic[mask].mean(), n))
-                rows.append((family, parse, stratum, "dual_evidence_acc", evidence[mask].mean(), n))
+                for metric, both in success.items():
+                    rows.append((family, mode, stratum, metric, both[mask].mean(), n))
     return pd.DataFrame(rows, columns=["task", "parse", "stratum", "metric", "value", "n"])

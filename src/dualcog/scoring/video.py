@@ -288,7 +288,7 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     )
 
     # Labels: sets of option ids per level group.
-    predicted = np.unique(answer_level_group * size + answer_code)
+    predicted = _sorted_unique(answer_level_group * size + answer_code)
     gold_set = unique_keys
     both = np.intersect1d(predicted, gold_set, assume_unique=True)
     n_pred_ids = np.bincount(predicted // size, minlength=n_groups)
@@ -317,6 +317,12 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
         "semantic_ok": set_exact,
         "evidence_ok": valid2 & (counts["sample_f1_50"] >= EVIDENCE_F1),
     }
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hash-based unique is slower on these int keys)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
 
 
 def _is_composite(levels: pa.Array) -> np.ndarray:

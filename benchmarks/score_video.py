@@ -1,0 +1,268 @@
+"""Video scoring: vectorized `score_tables` against a fair per-row loop, on 200k predictions.
+
+A prediction is one (sample, parse mode) row of a behavior or visibility sample. Random
+samples carry 8 options at two levels, several gold items per level with 1-3 intervals and
+visibility segments; answers jitter them, drop some, add distractors, repeat an option,
+write reversed or out-of-range intervals, and some rows are missing or invalid. The naive
+loop is the plain rule in pure Python over plain lists (dict join, class-aware greedy
+matching with Python floats); every score column must be identical (tIoU sums bit for bit).
+
+Usage: python benchmarks/score_video.py [--predictions 200000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+
+import pyarrow as pa
+from _timing import machine, measure, report
+
+from dualcog.schemas import PARSED, SAMPLES
+from dualcog.scoring import score_tables
+from dualcog.scoring.score import as_table
+
+PARSES = ("strict", "compatible")
+OPTIONS = [("A", "atomic"), ("B", "atomic"), ("C", "atomic"), ("D", "atomic"),
+           ("E", "composite"), ("F", "composite"), ("G", "atomic"), ("H", "composite")]  # fmt: skip
+COLUMNS = ("interval_tp", "interval_fp", "interval_fn", "tiou_sum", "n_gold_intervals",
+           "label_tp", "label_fp", "label_fn", "set_exact", "count_correct")  # fmt: skip
+
+
+def _intervals(rng: random.Random, duration: float, k: int) -> list[list[float]]:
+    cuts = sorted(round(rng.uniform(0, duration), 1) for _ in range(2 * k))
+    return [[cuts[2 * i], cuts[2 * i + 1]] for i in range(k)]
+
+
+def _jitter(rng: random.Random, intervals: list, duration: float) -> list:
+    out = []
+    for s, e in intervals:
+        roll = rng.random()
+        if roll < 0.05:
+            out.append([e, s])  # reversed
+        elif roll < 0.08:
+            out.append([s, duration + 5.0])  # past the end
+        else:
+            out.append([round(s + rng.gauss(0, 0.5), 1), round(e + rng.gauss(0, 0.5), 1)])
+    return out
+
+
+def synthetic(n_samples: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
+    rng = random.Random(seed)
+    samples, parsed = [], []
+    for i in range(n_samples):
+        duration = rng.choice([30.0, 45.0, 60.0])
+        if i % 2 == 0:
+            gold = [
+                {"option_id": o, "label": o, "level": lv,
+                 "intervals": _intervals(rng, duration, rng.randint(1, 3))}
+                for o, lv in rng.sample(OPTIONS, rng.randint(2, 4))
+            ]  # fmt: skip
+            samples.append({
+                "sample_id": f"b{i}", "task": "behavior", "difficulty": "easy",
+                "options": [{"option_id": o, "label": o, "level": lv} for o, lv in OPTIONS],
+                "gold_items": gold, "duration_sec": duration,
+                "composite_mission": rng.random() < 0.5,
+            })  # fmt: skip
+            for parse in PARSES:
+                answers = [
+                    {"option_id": g["option_id"],
+                     "intervals": _jitter(rng, g["intervals"], duration)}
+                    for g in gold if rng.random() < 0.8
+                ]  # fmt: skip
+                if rng.random() < 0.4:
+                    answers.append({"option_id": rng.choice("ABCDEFGH"),
+                                    "intervals": _intervals(rng, duration, 1)})  # fmt: skip
+                valid = rng.random() > 0.05
+                parsed.append({
+                    "sample_id": f"b{i}", "task": "behavior", "parse": parse,
+                    "stage": "missing" if rng.random() < 0.03 else "strict",
+                    "all_valid": valid, "answers": answers if valid else None,
+                    "answers_valid": valid,
+                })  # fmt: skip
+        else:
+            gold = _intervals(rng, duration, rng.randint(0, 3))
+            samples.append({
+                "sample_id": f"v{i}", "task": "landmark_visibility", "difficulty": "hard",
+                "duration_sec": duration, "gold_visible_count": len(gold),
+                "gold_visible_intervals": gold,
+            })  # fmt: skip
+            for parse in PARSES:
+                pred = _jitter(rng, gold, duration)
+                if rng.random() < 0.3:
+                    pred += _intervals(rng, duration, 1)
+                parsed.append({
+                    "sample_id": f"v{i}", "task": "landmark_visibility", "parse": parse,
+                    "stage": "strict", "all_valid": True, "visible_count": len(pred),
+                    "count_valid": True, "visible_intervals": pred, "intervals_valid": True,
+                })  # fmt: skip
+    return (
+        pa.Table.from_pylist(samples, schema=_subset(SAMPLES, samples)),
+        pa.Table.from_pylist(parsed, schema=_subset(PARSED, parsed)),
+    )
+
+
+def _subset(schema: pa.Schema, rows: list[dict]) -> pa.Schema:
+    names = set().union(*(r.keys() for r in rows))
+    return pa.schema([f for f in schema if f.name in names])
+
+
+# -- the plain rule in pure Python ------------------------------------------------------------
+
+
+def tiou(g, p) -> float:
+    inter = max(min(g[1], p[1]) - max(g[0], p[0]), 0.0)
+    union = (g[1] - g[0]) + (p[1] - p[0]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def clip(intervals, duration) -> tuple[list, int]:
+    limit = duration if duration is not None and math.isfinite(duration) else math.inf
+    kept, invalid = [], 0
+    for pair in intervals or ():
+        if pair is None or len(pair) != 2 or pair[0] is None or pair[1] is None:
+            invalid += 1
+            continue
+        s, e = pair
+        if not (math.isfinite(s) and math.isfinite(e) and 0 <= s < e <= limit + 1.0):
+            invalid += 1
+            continue
+        kept.append((min(s, limit), min(e, limit)))
+    return kept, invalid
+
+
+def gold_pairs(intervals) -> list:
+    return [
+        (p[0], p[1]) if p is not None and len(p) == 2 and None not in p else (math.nan, math.nan)
+        for p in intervals or ()
+    ]
+
+
+def match(gold: dict, pred: dict, invalid: int) -> tuple[int, int, int, float, int]:
+    tp, tiou_sum = 0, 0.0
+    n_gold = sum(len(v) for v in gold.values())
+    n_pred = sum(len(v) for v in pred.values()) + invalid
+    for label, g in gold.items():
+        p = pred.get(label)
+        if not p or not g:
+            continue
+        pairs = sorted(
+            ((v, i, j) for i, a in enumerate(g) for j, b in enumerate(p) if (v := tiou(a, b)) > 0),
+            key=lambda t: (-t[0], t[1], t[2]),
+        )
+        for threshold, strong in ((0.5, True), (0.0, False)):
+            used_g, used_p, taken = set(), set(), []
+            for v, i, j in pairs:
+                if v < threshold:
+                    break
+                if i not in used_g and j not in used_p:
+                    used_g.add(i)
+                    used_p.add(j)
+                    taken.append(v)
+            if strong:
+                tp += len(taken)
+            else:
+                tiou_sum += sum(taken)
+    return tp, n_pred - tp, n_gold - tp, tiou_sum, n_gold
+
+
+def naive_scores(s: dict, p: dict) -> dict[str, list]:
+    row_of = {key: j for j, key in enumerate(zip(p["sample_id"], p["parse"], strict=True))}
+    out: dict[str, list] = {name: [] for name in COLUMNS}
+
+    def put(**values) -> None:
+        for name in COLUMNS:
+            out[name].append(values.get(name))
+
+    for parse in PARSES:
+        for i, sample_id in enumerate(s["sample_id"]):
+            j = row_of.get((sample_id, parse))
+            responded = j is not None and p["stage"][j] != "missing"
+            duration = s["duration_sec"][i]
+            if s["task"][i] == "behavior":
+                valid = responded and bool(p["answers_valid"][j])
+                level_of = {o["option_id"]: o["level"] for o in s["options"][i] or ()}
+                gold = {"composite": {}, "atomic": {}}
+                for item in s["gold_items"][i] or ():
+                    level = item["level"] if item["level"] in gold else "atomic"
+                    level_of.setdefault(item["option_id"], level)
+                    gold[level].setdefault(item["option_id"], []).extend(
+                        gold_pairs(item["intervals"])
+                    )
+                pred = {"composite": {}, "atomic": {}}
+                for item in (p["answers"][j] or ()) if valid else ():
+                    level = level_of.get(item["option_id"])
+                    level = level if level in pred else "atomic"
+                    pred[level].setdefault(item["option_id"], []).extend(item["intervals"] or ())
+                for level in ("composite", "atomic"):
+                    kept, invalid = {}, 0
+                    for label, intervals in pred[level].items():
+                        kept[label], bad = clip(intervals, duration)
+                        invalid += bad
+                    tp, fp, fn, tiou_sum, n_gold = match(gold[level], kept, invalid)
+                    ids_p, ids_g = set(pred[level]), set(gold[level])
+                    put(interval_tp=tp, interval_fp=fp, interval_fn=fn, tiou_sum=tiou_sum,
+                        n_gold_intervals=n_gold, label_tp=len(ids_p & ids_g),
+                        label_fp=len(ids_p - ids_g), label_fn=len(ids_g - ids_p),
+                        set_exact=valid and ids_p == ids_g)  # fmt: skip
+            else:
+                count_ok = responded and bool(p["count_valid"][j])
+                intervals_ok = responded and bool(p["intervals_valid"][j])
+                kept, invalid = clip(p["visible_intervals"][j] if intervals_ok else None, duration)
+                gold_list = gold_pairs(s["gold_visible_intervals"][i])
+                tp, fp, fn, tiou_sum, n_gold = match({"v": gold_list}, {"v": kept}, invalid)
+                gold_count = s["gold_visible_count"][i]
+                put(interval_tp=tp, interval_fp=fp, interval_fn=fn, tiou_sum=tiou_sum,
+                    n_gold_intervals=n_gold, count_correct=bool(
+                        count_ok and gold_count is not None and p["visible_count"][j] == gold_count
+                    ))  # fmt: skip
+    return out
+
+
+def ours_in_loop_order(table: pa.Table, samples: pa.Table) -> dict[str, list]:
+    """score_tables groups rows by kind; put them back in the loop's (parse, sample) order."""
+    rows = {name: table[name].to_pylist() for name in ("sample_id", "task", "parse", *COLUMNS)}
+    at = {}
+    for k, key in enumerate(zip(rows["sample_id"], rows["parse"], rows["task"], strict=True)):
+        at[key] = k
+    out: dict[str, list] = {name: [] for name in COLUMNS}
+    for parse in PARSES:
+        for sample_id, task in zip(samples["sample_id"].to_pylist(),
+                                   samples["task"].to_pylist(), strict=True):  # fmt: skip
+            tasks = ("composite_behavior", "atomic_behavior") if task == "behavior" else (task,)
+            for scored in tasks:
+                k = at[(sample_id, parse, scored)]
+                for name in COLUMNS:
+                    out[name].append(rows[name][k])
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predictions", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    samples, parsed = synthetic(-(-args.predictions // len(PARSES)))
+    samples, parsed = as_table(samples, SAMPLES), as_table(parsed, PARSED)
+    convert, (s, p) = measure(
+        lambda: ({n: samples[n].to_pylist() for n in samples.column_names},
+                 {n: parsed[n].to_pylist() for n in parsed.column_names}), 1)  # fmt: skip
+    print(f"(naive input: Arrow -> Python lists took {convert.wall_s:.2f} s, not counted)")
+    ours_t, table = measure(lambda: score_tables(samples, parsed, PARSES), args.repeats)
+    naive_t, naive = measure(lambda: naive_scores(s, p), args.repeats)
+    ours = ours_in_loop_order(table, samples)
+    for name in COLUMNS:
+        got = [None if v is None else v for v in ours[name]]
+        want = naive[name]
+        if name in ("set_exact", "count_correct"):
+            got = [v for v, w in zip(got, want, strict=True) if w is not None]
+            want = [w for w in want if w is not None]
+        assert got == want, f"{name} differs"
+    n = len(samples) * len(PARSES)
+    report("video scoring, score_tables vs per-row loop", n, "predictions", ours_t, naive_t)
+
+
+if __name__ == "__main__":
+    main()
