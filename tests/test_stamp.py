@@ -156,21 +156,26 @@ def _table() -> Table:
     frame = pd.DataFrame({"Group": ["baseline"], "Model": ["a"], "X": [0.5]}, index=["a"])
     from dualcog.tables import Column
 
-    return Table("t", "Title", frame, [Column("X", "t", "m")], text_columns=["Group", "Model"])
+    return Table("t", "Title", frame, [Column("", "X", "t", "m")], text_columns=["Group", "Model"])
 
 
 def test_every_table_format_carries_the_stamp(tmp_path: Path, data_root: Path) -> None:
     stamp = _stamp(MODELS, data_root)
-    line = stamp_summary(stamp)
-    assert line in to_markdown(_table(), stamp)
-    assert to_markdown(_table(), stamp).count(stamp["models"]["b"]["digest"]) == 1
-    assert to_latex(_table(), stamp).startswith(f"% Stamp: {line}\n")
+    commit = stamp["git"]["commit"] if stamp["git"] else None
+    markdown = to_markdown(_table(), stamp)
+    assert "<!-- dualcog stamp" in markdown
+    assert markdown.count(stamp["models"]["b"]["digest"]) == 1
+    assert stamp["data"]["digest"] in markdown and (commit is None or commit in markdown)
+    latex = to_latex(_table(), stamp)
+    block = latex[latex.index("% --- stamp ---") : latex.index("% --- end stamp ---")]
+    assert stamp["data"]["digest"] in block and stamp["models"]["b"]["digest"] in block
+    assert all(line.startswith("%") for line in block.splitlines())  # comments, never text
     html_text = to_html(_table(), stamp)
-    assert 'class="stamp"' in html_text and "protocol revision 2.2" in html_text
+    assert 'class="stamp"' in html_text and stamp["data"]["digest"] in html_text
     written = write_result_table(_table(), tmp_path, ["csv", "md"], stamp)
     sidecar = tmp_path / "t.stamp.json"
     assert sidecar in written
     assert json.loads(sidecar.read_text()) == stamp
-    assert "Stamp" not in (tmp_path / "t.csv").read_text()  # CSV stays plain
+    assert stamp["data"]["digest"] not in (tmp_path / "t.csv").read_text()  # CSV stays plain
     # Without a stamp the writers are unchanged.
-    assert "Stamp" not in to_markdown(_table()) and not to_latex(_table()).startswith("%")
+    assert "dualcog stamp" not in to_markdown(_table()) and "% --- stamp" not in to_latex(_table())
