@@ -15,12 +15,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 IMAGE_ANSWER = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,0.6,0.6]}'
 BEHAVIOR_ANSWER = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
 VISIBILITY_ANSWER = '{"visible_count":1,"visible_intervals_sec":[[0.0,1.0]]}'
+
+
+PRINT_LOCK = threading.Lock()
 
 
 def main() -> None:
@@ -74,7 +78,10 @@ def main() -> None:
                 text = BEHAVIOR_ANSWER
             else:
                 text = IMAGE_ANSWER
-            print("request", body["model"], flush=True)
+            # Handler threads share stdout, whose text layer is not thread-safe: one
+            # locked write per line so the test can count every request in the log.
+            with PRINT_LOCK:
+                print("request", body["model"], flush=True)
             message = {"role": "assistant", "content": text}
             usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
