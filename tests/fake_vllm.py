@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -45,6 +46,8 @@ def main() -> None:
     time.sleep(args.startup_delay)
     ready = not args.never_healthy
 
+    print_lock = threading.Lock()
+
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, payload: dict) -> None:
             data = json.dumps(payload).encode()
@@ -73,7 +76,8 @@ def main() -> None:
                 text = BEHAVIOR_ANSWER
             else:
                 text = IMAGE_ANSWER
-            print("request", body["model"], flush=True)
+            with print_lock:  # one whole line per request, even from concurrent threads
+                print("request", body["model"], flush=True)
             message = {"role": "assistant", "content": text}
             usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
