@@ -24,9 +24,6 @@ BEHAVIOR_ANSWER = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
 VISIBILITY_ANSWER = '{"visible_count":1,"visible_intervals_sec":[[0.0,1.0]]}'
 
 
-PRINT_LOCK = threading.Lock()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
@@ -46,9 +43,10 @@ def main() -> None:
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"loading {args.model} as {args.served_model_name}", flush=True)
-    print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
     time.sleep(args.startup_delay)
     ready = not args.never_healthy
+
+    print_lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, payload: dict) -> None:
@@ -78,9 +76,7 @@ def main() -> None:
                 text = BEHAVIOR_ANSWER
             else:
                 text = IMAGE_ANSWER
-            # Handler threads share stdout, whose text layer is not thread-safe: one
-            # locked write per line so the test can count every request in the log.
-            with PRINT_LOCK:
+            with print_lock:  # one whole line per request, even from concurrent threads
                 print("request", body["model"], flush=True)
             message = {"role": "assistant", "content": text}
             usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
