@@ -1,6 +1,6 @@
 """Generate the embedded demo benchmark under resources/demo/ (deterministic).
 
-The output mimics the released UAV-DualCog layout (UPSTREAM_FORMAT.md §1-3) with the
+The output mimics the released UAV-DualCog layout (docs/upstream_format.md §1-3) with the
 workspace root at the output folder: 2 scenes x 4 landmarks, image manifests with all four
 image task types and both difficulties, video manifests with one behavior and one visibility
 sample per mission, synthetic JPEG views and H.264 videos whose gold boxes and visibility
@@ -204,7 +204,7 @@ SCENES = (
                 composite_frames=43,
                 atomic_frames=53,
             ),
-            # No diagonal views: two 4way contexts and no 8way one (UPSTREAM_FORMAT §2).
+            # No diagonal views: two 4way contexts and no 8way one (docs/upstream_format.md §2).
             Landmark(
                 landmark_id="26",
                 category="monument",
@@ -878,7 +878,7 @@ def plan_video_manifest(plan: DemoPlan, scene: Scene) -> None:
 
 # ----------------------------------------------------------------------------- recorded run
 
-# An upstream run in the authors' format (UPSTREAM_FORMAT.md §6), for the `replay` backend to
+# An upstream run in the authors' format (docs/upstream_format.md §6), for the `replay` backend to
 # rescore: one run id across scenes, its files per scene beside the manifests.
 RUN_ID = "demo_recorded_run"
 RUN_MODEL = "RecordedVLM-Instant"

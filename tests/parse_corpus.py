@@ -1,4 +1,4 @@
-"""Realistic model outputs with hand-derived strict and compatible results (PROTOCOL §3).
+"""Realistic model outputs with hand-derived strict and compatible results (docs/protocol.md §3).
 
 Image cases are judged with offered ids A–D and run scale `norm`; expected boxes are the
 valid normalized box, or None when the box field is invalid. Run-level scale cases

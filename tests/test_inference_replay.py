@@ -1,4 +1,4 @@
-"""`replay` backend: our files and the authors' responses.jsonl (PROTOCOL §10)."""
+"""`replay` backend: our files and the authors' responses.jsonl (docs/protocol.md §10)."""
 
 from __future__ import annotations
 

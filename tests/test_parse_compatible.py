@@ -1,4 +1,4 @@
-"""Compatible parse (PROTOCOL §3.2, §3.3) and the run-level `parse_run` table."""
+"""Compatible parse (docs/protocol.md §3.2, §3.3) and the run-level `parse_run` table."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def test_fence_candidate_wins_over_an_earlier_bare_object():
     assert compatible_candidate(raw) == ({"answer": "B"}, "fence")
 
 
-# --- PROTOCOL §8 examples ---------------------------------------------------------------------
+# --- worked examples of docs/protocol.md -----------------------------------------------------------
 
 
 def test_protocol_example_2_fence_keys_reorder():
@@ -261,7 +261,7 @@ def test_interval_object_keys_prefer_sec_names():
         # |M| = 1 = N/2 is not < N/2 -> inspect M.
         ([[0.1, 0.1, 0.5, 0.5], [120, 80, 400, 300]], "pixel640x480"),
         ([[120, 80, 400, 300], [0, 0, 640, 480]], "pixel640x480"),
-        # y 600 > 480 rules out pixels (PROTOCOL §8).
+        # y 600 > 480 rules out pixels (a worked example of docs/protocol.md §3.3).
         ([[200, 200, 600, 600], [100, 100, 300, 300]], "per_mille"),
         ([[700, 10, 900, 20]], "per_mille"),
         ([[0, 0, 1000, 1000]], "per_mille"),

@@ -1,4 +1,4 @@
-"""Strict parse (PROTOCOL §3, §3.1): exact keys, RFC 8259 JSON, fields judged independently."""
+"""Strict parse (docs/protocol.md §3.1): exact keys, RFC 8259 JSON, fields judged independently."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Box IoU and box-array conversion (PROTOCOL §4)."""
+"""Box IoU and box-array conversion (docs/protocol.md §4)."""
 
 import math
 

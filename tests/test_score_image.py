@@ -1,4 +1,4 @@
-"""Image scoring through `score_samples` (PROTOCOL §4, §3.4, §8)."""
+"""Image scoring through `score_samples` (docs/protocol.md §4, §3.4 and their worked examples)."""
 
 import pytest
 from score_fixtures import image_parsed, image_sample, missing_parsed, parsed_frame, samples_frame

@@ -1,4 +1,4 @@
-"""tIoU, predicted-interval validity and class-aware greedy matching (PROTOCOL §5)."""
+"""tIoU, predicted-interval validity and class-aware greedy matching (docs/protocol.md §5)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Metric aggregation, dual pairing and convenience aggregates (PROTOCOL §4–§7, §9)."""
+"""Metric aggregation, dual pairing and convenience aggregates (docs/protocol.md §4–§7, §9)."""
 
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""Video scoring through `score_samples` (PROTOCOL §5, §8)."""
+"""Video scoring through `score_samples` (docs/protocol.md §5 and its worked examples)."""
 
 import pytest
 from score_fixtures import (

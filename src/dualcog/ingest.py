@@ -1,6 +1,6 @@
 """Ingest the released UAV-DualCog manifests into the canonical samples table.
 
-Reads the authors' files as they are (UPSTREAM_FORMAT.md §1–3): finds the latest manifest of
+Reads the authors' files as they are (docs/upstream_format.md §1–3): finds the latest manifest of
 every scene under a data root, validates every sample, resolves media paths that were written
 relative to the authors' workspace, and emits one row per sample in `schemas.SAMPLES`.
 Anything wrong stops with a `DataError` naming the file, the sample and the field.
@@ -505,7 +505,7 @@ class _Ingestor:
 
 
 def _is_composite_mission(mission_id: str, set_id: str | None) -> bool:
-    """PROTOCOL §5: `_composite_`/`_atomic_` in the mission id, else a non-atomic set id."""
+    """docs/protocol.md §5: `_composite_`/`_atomic_` in the mission id, else a non-atomic set id."""
     if "_composite_" in mission_id:
         return True
     if "_atomic_" in mission_id:
@@ -514,7 +514,7 @@ def _is_composite_mission(mission_id: str, set_id: str | None) -> bool:
 
 
 def _composite_gold_index(row: Mapping[str, Any], file: str) -> int:
-    """The composite gold item of a composite mission (PROTOCOL §5)."""
+    """The composite gold item of a composite mission (docs/protocol.md §5)."""
     items = row["gold_items"]
     spanning = []
     for i, item in enumerate(items):

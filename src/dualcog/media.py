@@ -29,7 +29,7 @@ VIDEO_SETTINGS_VERSION = "vid-v1"
 
 @dataclass(frozen=True)
 class ImageSettings:
-    """How images are prepared (UPSTREAM_FORMAT.md §4): fit, never upscale, Lanczos, JPEG."""
+    """How images are prepared (docs/upstream_format.md §4): fit, never upscale, Lanczos, JPEG."""
 
     max_width: int = 640
     max_height: int = 480

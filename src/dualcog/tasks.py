@@ -1,4 +1,4 @@
-"""Task registry: the seven scored tasks and six request kinds of PROTOCOL.md §1."""
+"""Task registry: the seven scored tasks and six request kinds of docs/protocol.md §1."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ VIDEO_TASKS: tuple[str, ...] = tuple(k.task for k in REQUEST_KINDS if k.modality
 IMAGE_DIFFICULTIES = ("4way", "8way")
 VIDEO_DIFFICULTIES = ("easy", "medium", "hard")
 
-# Dual families of PROTOCOL §6: (agent-state side, world-state side).
+# Dual families of docs/protocol.md §6: (agent-state side, world-state side).
 IMAGE_DUAL_FAMILIES: dict[str, tuple[str, str]] = {
     "position": ("landmark_position", "self_position"),
     "action_observation": ("future_observation", "action_decision"),

@@ -1,7 +1,7 @@
-"""Prompt templates for samples whose manifest carries no stored prompts (UPSTREAM_FORMAT §4).
+"""Prompt templates for samples whose manifest stores no prompts (docs/upstream_format.md §4).
 
 The landmark_position pair is the seed page's template, verbatim. The other five follow its
-[TASK]/[INPUT]/[OUTPUT]/[NOTE] layout and state the canonical JSON contract of PROTOCOL §2.
+[TASK]/[INPUT]/[OUTPUT]/[NOTE] layout and state the canonical JSON contract of docs/protocol.md §2.
 Placeholders are written `{{name}}` as on the seed page; `options_text` is derived from the
 `options` variable.
 """

@@ -90,7 +90,7 @@ def to_plain(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """Compact JSON as in PROTOCOL §2's examples."""
+    """Compact JSON as in docs/protocol.md §2's examples."""
     return json.dumps(to_plain(value), separators=(",", ":"), ensure_ascii=False)
 
 

@@ -116,7 +116,7 @@ def _offered(prompt: Mapping[str, Any], sample: Mapping[str, Any]) -> list[str]:
 
 
 def oracle_answer(task: str, sample: Mapping[str, Any]) -> dict[str, Any]:
-    """The canonical (PROTOCOL §2) answer built from gold."""
+    """The canonical (docs/protocol.md §2) answer built from gold."""
     if task in IMAGE_TASKS:
         return {
             "answer_option_id": sample["gold_option_id"],
@@ -193,7 +193,7 @@ def simulated_answer(
         others = [o for o in offered if o != gold] or [gold]
         option = gold if rng.random() < skill else rng.choice(others)
         # A model localizes the landmark in the image it looked at: for Future Observation,
-        # the candidate it selected (which is what PROTOCOL §4 scores against).
+        # the candidate it selected (which is what docs/protocol.md §4 scores against).
         seen_box = _candidate_box(sample, option)
         target = [float(v) for v in as_list(sample["gold_bbox"] if seen_box is None else seen_box)]
         box = jitter_box(target, rng, jitter) if rng.random() < skill else random_box(rng)

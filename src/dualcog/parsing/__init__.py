@@ -1,4 +1,4 @@
-"""Response parsing in the three modes of PROTOCOL §3: strict, compatible, legacy.
+"""Response parsing in the three modes of docs/protocol.md §3: strict, compatible, legacy.
 
 `parse_run` turns one model run's responses into the PARSED table; the per-response
 functions below are the same rules, exposed for tests and diagnostics.

@@ -1,4 +1,4 @@
-"""PROTOCOL §3.2 compatible parse: stages 0–3 (jsontext), stage 4 keys, stage 5 boxes.
+"""docs/protocol.md §3.2 compatible parse: stages 0–3 (jsontext), stage 4 keys, stage 5 boxes.
 
 Image responses are parsed in two steps because the coordinate scale is a property of the
 whole run (§3.3): `recover_image_compatible` does stages 0–4 and exposes the recovered box,
@@ -38,7 +38,7 @@ from dualcog.parsing.strict import (
     VISIBLE_INTERVALS_KEY,
 )
 
-# Canonical key first, then the documented aliases in the order PROTOCOL lists them.
+# Canonical key first, then the documented aliases in the order docs/protocol.md lists them.
 OPTION_KEYS = (OPTION_KEY, "choice", "answer", "option", "option_id")
 BOX_KEYS = (BOX_KEY, "bbox", "box", "bbox_norm", "bounding_box")
 ITEM_OPTION_LIST_KEY = "option_ids"

@@ -347,7 +347,7 @@ def _is_container(value: Any) -> bool:
 
 
 def compatible_candidate(raw: str) -> tuple[Any, str]:
-    """PROTOCOL §3.2 stages 0–3: (candidate object or array, stage) or (None, "invalid").
+    """docs/protocol.md §3.2 stages 0–3: (candidate object or array, stage) or (None, "invalid").
 
     The first stage yielding an object or array supplies the candidate; scalars fall through.
     """

@@ -1,4 +1,4 @@
-"""PROTOCOL §3.3 run-level coordinate scale and the §3.2 stage-5 box transform."""
+"""docs/protocol.md §3.3 run-level coordinate scale and the §3.2 stage-5 box transform."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PROTOCOL §3.1 strict parse: `json.loads(raw.strip())` must give an object; exact keys."""
+"""docs/protocol.md §3.1 strict parse: `json.loads(raw.strip())` must give an object; exact keys."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoring and metrics of PROTOCOL.md §4–§7 and §9.
+"""Scoring and metrics of docs/protocol.md §4–§7 and §9.
 
 `score_samples` turns one model run's parsed responses into per-sample score rows
 (schema `SCORES`); `model_metrics` aggregates them into `schemas.METRICS` rows.

@@ -1,4 +1,4 @@
-"""Matched-context dual metrics (PROTOCOL §6): pairing samples, then paired co-success."""
+"""Matched-context dual metrics (docs/protocol.md §6): pairing samples, then paired co-success."""
 
 from __future__ import annotations
 

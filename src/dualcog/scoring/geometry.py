@@ -42,7 +42,7 @@ def box_iou(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """Row-wise IoU of two (N, 4) xyxy arrays.
 
     A box that is non-finite or degenerate (x2 <= x1 or y2 <= y1, zero area) on either side
-    gives 0, as does a pair whose union is not positive (PROTOCOL §4).
+    gives 0, as does a pair whose union is not positive (docs/protocol.md §4).
     """
     pred = np.asarray(pred, dtype=float).reshape(-1, 4)
     gold = np.asarray(gold, dtype=float).reshape(-1, 4)

@@ -1,4 +1,4 @@
-"""Image task scoring (PROTOCOL §4), vectorized over all rows of all image tasks at once."""
+"""Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once."""
 
 from __future__ import annotations
 

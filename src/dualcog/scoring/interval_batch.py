@@ -1,6 +1,6 @@
 """Class-aware greedy interval matching of many samples at once, on flat arrays.
 
-The rule is `intervals.match_classes` (PROTOCOL §5, see docs/protocol.md): within one class of
+The rule is `intervals.match_classes` (docs/protocol.md §5): within one class of
 one sample, pairs are taken by tIoU descending, ties by lower gold index then lower predicted
 index, each interval at most once. Here every (sample, level, class) is a *group*; the
 intervals of all groups sit in flat arrays, and the greedy rule is applied to all groups

@@ -1,4 +1,4 @@
-"""Temporal intervals (PROTOCOL §5): tIoU, predicted-interval validity, class-aware matching."""
+"""Temporal intervals (docs/protocol.md §5): tIoU, interval validity, class-aware matching."""
 
 from __future__ import annotations
 

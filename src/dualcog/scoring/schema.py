@@ -17,12 +17,12 @@ SCORES = pa.schema(
         ("difficulty", pa.string()),
         ("responded", pa.bool_()),  # a response exists (stage != missing, row present)
         ("valid", pa.bool_()),  # every field of the response structurally valid (all_valid)
-        # image tasks (PROTOCOL §4)
+        # image tasks (docs/protocol.md §4)
         ("option_correct", pa.bool_()),
         ("iou", pa.float64()),
         ("bbox_hit", pa.bool_()),  # iou >= 0.5
         ("joint_correct", pa.bool_()),
-        # behavior levels (PROTOCOL §5)
+        # behavior levels (docs/protocol.md §5)
         ("composite_mission", pa.bool_()),
         ("set_exact", pa.bool_()),  # predicted option set at this level == gold set
         ("composite_set_correct", pa.bool_()),  # composite rows of composite missions only
@@ -39,13 +39,13 @@ SCORES = pa.schema(
         ("sample_f1_50", pa.float64()),
         # visibility
         ("count_correct", pa.bool_()),
-        # this row's side of a matched-context pair (PROTOCOL §6)
+        # this row's side of a matched-context pair (docs/protocol.md §6)
         ("semantic_ok", pa.bool_()),
         ("evidence_ok", pa.bool_()),
     ]
 )
 
-# Matched-context pairs of the benchmark (PROTOCOL §6), one row per pair.
+# Matched-context pairs of the benchmark (docs/protocol.md §6), one row per pair.
 PAIRS = pa.schema(
     [
         ("family", pa.string()),

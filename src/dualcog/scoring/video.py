@@ -1,4 +1,4 @@
-"""Video task scoring (PROTOCOL §5): behavior at two levels, and landmark visibility.
+"""Video task scoring (docs/protocol.md §5): behavior at two levels, and landmark visibility.
 
 `score_behavior_answer` / `score_visibility_answer` score one answer with the plain rule;
 `score_behavior_rows` / `score_visibility_rows` score whole Arrow tables of rows with the
@@ -89,7 +89,9 @@ def score_behavior_answer(
     pred_by_level: dict[str, dict[str, list]] = {level: {} for level in LEVELS}
     for item in _items(answers):
         level = option_level.get(item["option_id"])
-        level = level if level in LEVELS else "atomic"  # PROTOCOL §5: non-composite = atomic
+        level = (
+            level if level in LEVELS else "atomic"
+        )  # docs/protocol.md §5: non-composite = atomic
         pred_by_level[level].setdefault(item["option_id"], []).extend(_items(item["intervals"]))
 
     scores = {}
@@ -236,7 +238,7 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     size = dictionary_size(option_code, gold_code, answer_code)
 
     # Level of each option id per row: the option's own (the last one listed), else the first
-    # gold item's, else atomic (PROTOCOL §5: whatever is not composite is atomic).
+    # gold item's, else atomic (docs/protocol.md §5: whatever is not composite is atomic).
     option_key = option_row * size + option_code
     last = len(option_key) - 1 - np.unique(option_key[::-1], return_index=True)[1]
     option_keys = option_key[last]
