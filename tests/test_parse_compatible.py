@@ -154,7 +154,7 @@ def test_fence_candidate_wins_over_an_earlier_bare_object():
     assert compatible_candidate(raw) == ({"answer": "B"}, "fence")
 
 
-# --- worked examples of docs/protocol.md -----------------------------------------------------------
+# --- worked examples of docs/protocol.md ----------------------------------------------------------
 
 
 def test_protocol_example_2_fence_keys_reorder():
