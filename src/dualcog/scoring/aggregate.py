@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -115,6 +117,26 @@ def task_metrics(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=METRIC_COLUMNS)
 
 
+def aggregate_inputs(available: Container[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """Per convenience score but `overall_score` (§7): the headline (task, metric) keys it
+    averages, among those `available` (a run over some tasks averages what it has)."""
+    headline = SEMANTIC_METRICS + EVIDENCE_METRICS
+
+    def present(keys: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [key for key in keys if key in available]
+
+    return {
+        "semantic_score": present(SEMANTIC_METRICS),
+        "evidence_score": present(EVIDENCE_METRICS),
+        "agent_state_score": present(
+            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "agent-state"
+        ),
+        "world_state_score": present(
+            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "world-state"
+        ),
+    }
+
+
 def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
     """Convenience aggregates (§7): means of the headline metrics present, compatible, `all`.
 
@@ -124,20 +146,8 @@ def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
     """
     base = metrics[(metrics["parse"] == AGGREGATE_PARSE) & (metrics["stratum"] == "all")]
     value_of = {(t, m): v for t, m, v in base[["task", "metric", "value"]].itertuples(index=False)}
-
-    def present(keys) -> list[float]:
-        return [value_of[k] for k in keys if k in value_of]
-
-    headline = SEMANTIC_METRICS + EVIDENCE_METRICS
     groups = {
-        "semantic_score": present(SEMANTIC_METRICS),
-        "evidence_score": present(EVIDENCE_METRICS),
-        "agent_state_score": present(
-            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "agent-state"
-        ),
-        "world_state_score": present(
-            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "world-state"
-        ),
+        name: [value_of[key] for key in keys] for name, keys in aggregate_inputs(value_of).items()
     }
     groups["overall_score"] = [
         float(np.mean(groups[g])) for g in ("semantic_score", "evidence_score") if groups[g]

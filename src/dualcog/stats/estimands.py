@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dualcog.scoring.aggregate import AGGREGATE_PARSE, EVIDENCE_METRICS, SEMANTIC_METRICS
+from dualcog.scoring.aggregate import AGGREGATE_PARSE, aggregate_inputs
 from dualcog.scoring.dual import FAMILY_SIDES, dual_pairs
 from dualcog.stats.clusters import Clusters
-from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK
+from dualcog.tasks import IMAGE_TASKS
 
 KEY = ["task", "parse", "stratum", "metric"]
 
@@ -232,19 +232,9 @@ def _aggregates(keys: pd.DataFrame) -> tuple:
         (t, m): int(i) for i, t, m in zip(base.index, base["task"], base["metric"], strict=True)
     }
 
-    def present(pairs) -> tuple[int, ...]:
-        return tuple(column_of[k] for k in pairs if k in column_of)
-
-    headline = SEMANTIC_METRICS + EVIDENCE_METRICS
     groups = {
-        "semantic_score": present(SEMANTIC_METRICS),
-        "evidence_score": present(EVIDENCE_METRICS),
-        "agent_state_score": present(
-            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "agent-state"
-        ),
-        "world_state_score": present(
-            k for k in headline if SCORED_BY_TASK[k[0]].cognition == "world-state"
-        ),
+        name: tuple(column_of[key] for key in keys)
+        for name, keys in aggregate_inputs(column_of).items()
     }
     derived = [
         (("overall", AGGREGATE_PARSE, "all", metric), columns)
