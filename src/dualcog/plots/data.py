@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dualcog.tables.model import GROUP_ORDER
 from dualcog.tasks import IMAGE_DIFFICULTIES, IMAGE_TASKS, VIDEO_DIFFICULTIES
 
 MAIN_PARSE = "compatible"
 LEGACY_PARSE = "legacy"
-GROUP_ORDER = ("proprietary", "open-weights", "spatial", "baseline")
+# Short group names for legends (the tables spell them out).
 GROUP_TITLES = {
     "proprietary": "Proprietary",
     "open-weights": "Open-weights",
