@@ -43,6 +43,7 @@ def main() -> None:
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"loading {args.model} as {args.served_model_name}", flush=True)
+    print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
     time.sleep(args.startup_delay)
     ready = not args.never_healthy
 
