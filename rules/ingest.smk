@@ -3,6 +3,7 @@ rule ingest:
         manifest_files(),
     output:
         "results/benchmark/samples.parquet",
+        "results/benchmark/excluded.json",
     log:
         "results/logs/ingest.log",
     conda:
@@ -10,6 +11,7 @@ rule ingest:
     params:
         data_root=lambda wildcards: config["data_root"],
         tasks=TASKS,
+        exclude_samples=config.get("exclude_samples", []),
         version=INGEST_VERSION,
     script:
         "../scripts/ingest.py"

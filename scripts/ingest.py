@@ -1,15 +1,27 @@
-"""Snakemake adapter: released manifests -> results/benchmark/samples.parquet."""
+"""Snakemake adapter: released manifests -> results/benchmark/samples.parquet (+ excluded.json)."""
 
-from dualcog.ingest import ingest
+import json
+
+from dualcog.ingest import ingest_excluding
 from dualcog.runtime import log, run_step
 from dualcog.schemas import SAMPLES, write_table
 
 
 def main(sm):
-    samples = ingest(sm.params.data_root, sm.params.tasks)
+    samples, excluded = ingest_excluding(
+        sm.params.data_root, sm.params.tasks, sm.params.exclude_samples
+    )
     counts = samples.groupby("task").size().to_dict()
     log.info("samples per task: %s", counts)
     write_table(samples, SAMPLES, sm.output[0])
+    requested = sorted(set(sm.params.exclude_samples))
+    record = {
+        "count": len(excluded),
+        "excluded": excluded,
+        "not_found": sorted(set(requested) - set(excluded)),
+    }
+    with open(sm.output[1], "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2)
 
 
 run_step(snakemake, main)  # noqa: F821

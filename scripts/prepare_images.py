@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from dualcog.media import ImageSettings, prepare_images
+from dualcog.media import ImageSettings, MediaFailures, prepare_images
+from dualcog.media_problems import bad_media_error
 from dualcog.render import image_sources
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
@@ -14,9 +15,12 @@ def main(sm):
     settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
     sources = image_sources(samples)
     log.info("preparing %d distinct images into %s", len(sources), media["store"])
-    prepared = prepare_images(
-        sources, media["store"], settings, sm.threads, progress_logger("images")
-    )
+    try:
+        prepared = prepare_images(
+            sources, media["store"], settings, sm.threads, progress_logger("images")
+        )
+    except MediaFailures as failed:
+        raise bad_media_error(samples, failed.failures) from None
     pd.DataFrame([vars(p) for p in prepared]).to_parquet(sm.output[0], index=False)
 
 

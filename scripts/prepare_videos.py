@@ -1,10 +1,15 @@
-"""Snakemake adapter: every distinct video -> the media store, in one rendering mode."""
+"""Snakemake adapter: every distinct video -> the media store, in one rendering mode.
+
+Each video is decoded end to end first (in both modes); the bad ones are reported together
+after all the good ones are prepared.
+"""
 
 import pandas as pd
 
-from dualcog.media import ImageSettings, prepare_video_file, prepare_video_frames
+from dualcog.media import ImageSettings, MediaFailures, prepare_videos
+from dualcog.media_problems import bad_media_error, video_frame_counts
 from dualcog.render import video_sources
-from dualcog.runtime import log, run_step
+from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
 
 
@@ -13,23 +18,20 @@ def main(sm):
     media = sm.params.settings
     settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
     mode = sm.wildcards.vmode
+    frames = None if mode == "video_url" else int(mode[6:])
     sources = video_sources(samples)
     log.info("preparing %d distinct videos (%s)", len(sources), mode)
-    rows = []
-    for i, source in enumerate(sources, 1):
-        if mode == "video_url":
-            rows.append(
-                {
-                    "source": source,
-                    "keys": [prepare_video_file(source, media["store"])],
-                    "timestamps": None,
-                }
-            )
-        else:
-            frames = prepare_video_frames(source, media["store"], int(mode[6:]), settings)
-            rows.append({"source": source, "keys": frames.keys, "timestamps": frames.timestamps})
-        if i % 20 == 0:
-            log.info("videos: %d/%d", i, len(sources))
+    try:
+        rows = prepare_videos(
+            sources,
+            media["store"],
+            frames,
+            settings,
+            video_frame_counts(samples),
+            progress_logger("videos"),
+        )
+    except MediaFailures as failed:
+        raise bad_media_error(samples, failed.failures) from None
     pd.DataFrame(rows, columns=["source", "keys", "timestamps"]).to_parquet(
         sm.output[0], index=False
     )

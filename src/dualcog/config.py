@@ -22,6 +22,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "conf
 
 DEFAULTS: dict[str, Any] = {
     "tasks": [kind.task for kind in REQUEST_KINDS],
+    "exclude_samples": [],
     "cache_dir": "results/cache",
     "media": {
         "max_width": 640,

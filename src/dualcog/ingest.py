@@ -565,11 +565,31 @@ def assign_behavior_levels(rows: Sequence[dict], file: str) -> None:
                 option["level"] = "composite" if option["label"] in composite_labels else "atomic"
 
 
-def ingest(data_root: str | Path, tasks: Iterable[str] | None = None) -> pd.DataFrame:
+def ingest(
+    data_root: str | Path,
+    tasks: Iterable[str] | None = None,
+    exclude_samples: Iterable[str] = (),
+) -> pd.DataFrame:
     """Read every latest manifest under `data_root` into a samples frame (SAMPLES columns).
 
     `tasks` limits the request kinds kept (default: all). Raises `DataError` on bad data.
+    `exclude_samples` (the config key) drops those sample ids; see `ingest_excluding`.
     """
+    return ingest_excluding(data_root, tasks, exclude_samples)[0]
+
+
+def ingest_excluding(
+    data_root: str | Path,
+    tasks: Iterable[str] | None = None,
+    exclude_samples: Iterable[str] = (),
+) -> tuple[pd.DataFrame, list[str]]:
+    """`ingest`, also returning the excluded sample ids that were found (sorted).
+
+    Excluded samples are dropped after their manifest is read, so every other sample is read
+    exactly as without the exclusion (behavior levels are assigned per whole manifest).
+    """
+    excluded = set(exclude_samples)
+    dropped: list[str] = []
     root = Path(data_root)
     wanted = None if tasks is None else set(tasks)
     ingestor = _Ingestor(root)
@@ -601,8 +621,16 @@ def ingest(data_root: str | Path, tasks: Iterable[str] | None = None) -> pd.Data
             seen[row["sample_id"]] = str(manifest.path)
             manifest_rows.append(row)
         assign_behavior_levels(manifest_rows, str(manifest.path))
+        if excluded:
+            dropped.extend(r["sample_id"] for r in manifest_rows if r["sample_id"] in excluded)
+            manifest_rows = [r for r in manifest_rows if r["sample_id"] not in excluded]
         log.info("ingested %d samples from %s", len(manifest_rows), manifest.path)
         rows.extend(manifest_rows)
+    if excluded:
+        log.info("excluded %d samples by exclude_samples: %s", len(dropped), sorted(dropped))
+        unknown = sorted(excluded - set(dropped))
+        if unknown:
+            log.warning("exclude_samples names ids not among the run's samples: %s", unknown)
     if not rows:
         raise DataError("no samples of the requested tasks", file=str(root))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), sorted(dropped)

@@ -17,14 +17,38 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from math import ceil
 from pathlib import Path
 
 from PIL import Image
+
+from dualcog.errors import DataError
 
 log = logging.getLogger(__name__)
 
 IMAGE_SETTINGS_VERSION = "img-v1"
 VIDEO_SETTINGS_VERSION = "vid-v1"
+
+
+class UnreadableMedia(DataError):
+    """A media file that does not decode; the caller adds the manifest, sample and field."""
+
+    def __init__(self, source: str | Path, reason: str) -> None:
+        super().__init__(reason, file=str(source))
+        self.source = str(source)
+        self.reason = reason
+
+
+class MediaFailures(DataError):
+    """Every unreadable file of one preparation pass (the readable ones were prepared)."""
+
+    def __init__(self, failures: Sequence[UnreadableMedia]) -> None:
+        self.failures = list(failures)
+        super().__init__(f"{len(self.failures)} media file(s) do not decode")
+
+
+# Pillow's and PyAV's errors on bad bytes (truncated data is an OSError, av's are ValueErrors).
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
 
 
 @dataclass(frozen=True)
@@ -92,8 +116,12 @@ def prepare_image(source: str | Path, store: str | Path, settings: ImageSettings
     key = _key(file_digest(source), settings.tag())
     target = store_path(store, key, "jpg")
     if not target.exists():
-        with Image.open(source) as image:
-            _write_atomic(target, encode_image(image, settings))
+        try:
+            with Image.open(source) as image:
+                encoded = encode_image(image, settings)  # decodes every pixel
+        except _DECODE_ERRORS as exc:
+            raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
+        _write_atomic(target, encoded)
     with Image.open(target) as prepared:
         width, height = prepared.size
     return PreparedImage(str(source), key, width, height)
@@ -106,14 +134,31 @@ def prepare_images(
     workers: int = 1,
     progress=None,
 ) -> list[PreparedImage]:
-    """Prepare every distinct source once; Pillow releases the GIL, so threads scale."""
+    """Prepare every distinct source once; Pillow releases the GIL, so threads scale.
+
+    An unreadable source does not stop the others: all of them are prepared, then
+    `MediaFailures` lists every source that failed.
+    """
     unique = sorted({str(s) for s in sources})
+
+    def attempt(source: str) -> PreparedImage | UnreadableMedia:
+        try:
+            return prepare_image(source, store, settings)
+        except UnreadableMedia as failure:
+            return failure
+
     results: list[PreparedImage] = []
+    failures: list[UnreadableMedia] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, item in enumerate(pool.map(lambda s: prepare_image(s, store, settings), unique)):
-            results.append(item)
+        for i, item in enumerate(pool.map(attempt, unique)):
+            if isinstance(item, UnreadableMedia):
+                failures.append(item)
+            else:
+                results.append(item)
             if progress and (i + 1) % 200 == 0:
                 progress(f"prepared {i + 1}/{len(unique)} images")
+    if failures:
+        raise MediaFailures(failures)
     return results
 
 
@@ -133,8 +178,39 @@ def video_timestamp_span(path: str | Path) -> float:
     return (max(times) - min(times)) if times else 0.0
 
 
-def prepare_video_file(source: str | Path, store: str | Path) -> str:
-    """The whole MP4, byte for byte, as the authors sent it (a `video_url` data URI)."""
+def frame_count_tolerance(expected: int) -> int:
+    """Decoded frames may differ from the manifest's `frame_count` by 2% (at least 1 frame):
+    encoders may drop or repeat an edge frame, while a truncated file loses far more."""
+    return max(1, ceil(0.02 * expected))
+
+
+def checked_frame_times(source: str | Path, expected_frames: int | None = None) -> list[float]:
+    """Decode the whole video (raises `UnreadableMedia` when it does not decode end to end,
+    has no frame, or its frame count is off the manifest's beyond `frame_count_tolerance`)."""
+    try:
+        times = _frame_times(source)
+    except (*_DECODE_ERRORS, IndexError) as exc:  # IndexError: no video stream
+        raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
+    if not times:
+        raise UnreadableMedia(source, "video has no decodable frames")
+    off = None if expected_frames is None else abs(len(times) - expected_frames)
+    if off is not None and off > frame_count_tolerance(expected_frames):
+        raise UnreadableMedia(
+            source,
+            f"decoded {len(times)} video frames, the manifest's frame_count is "
+            f"{expected_frames} (truncated or wrong file?)",
+        )
+    return times
+
+
+def prepare_video_file(
+    source: str | Path, store: str | Path, expected_frames: int | None = None
+) -> str:
+    """The whole MP4, byte for byte, as the authors sent it (a `video_url` data URI).
+
+    Checked to decode end to end first, so a truncated file is never sent to a model.
+    """
+    checked_frame_times(source, expected_frames)
     key = _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
     target = store_path(store, key, "mp4")
     if not target.exists():
@@ -164,6 +240,7 @@ def prepare_video_frames(
     store: str | Path,
     count: int,
     settings: ImageSettings,
+    expected_frames: int | None = None,
 ) -> PreparedFrames:
     """Sample `count` frames uniformly (nearest decoded frame to each target time).
 
@@ -171,9 +248,7 @@ def prepare_video_frames(
     """
 
     base = _key(file_digest(source), VIDEO_SETTINGS_VERSION, f"frames{count}", settings.tag())
-    times = _frame_times(source)
-    if not times:
-        raise ValueError(f"{source}: no decodable video frames")
+    times = checked_frame_times(source, expected_frames)
     wanted = uniform_frame_times(times[-1], count)
     chosen = [
         min(range(len(times)), key=lambda j: (abs(times[j] - target_time), j))
@@ -183,7 +258,10 @@ def prepare_video_frames(
     needed = {
         j for j, key in zip(chosen, keys, strict=True) if not store_path(store, key, "jpg").exists()
     }
-    images = _decoded_images(source, needed)
+    try:
+        images = _decoded_images(source, needed)
+    except _DECODE_ERRORS as exc:
+        raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
     for j, key in zip(chosen, keys, strict=True):
         path = store_path(store, key, "jpg")
         if not path.exists():
@@ -220,6 +298,40 @@ def _decoded_images(source: str | Path, indices: set[int]) -> dict[int, Image.Im
             if j >= last:
                 break
     return images
+
+
+def prepare_videos(
+    sources: Sequence[str],
+    store: str | Path,
+    frames: int | None,
+    settings: ImageSettings,
+    frame_counts: dict[str, int | None] | None = None,
+    progress=None,
+) -> list[dict]:
+    """Prepare every video, as the whole file (`frames=None`, video_url mode) or as `frames`
+    sampled frames; each is decoded end to end first. Rows: source, keys, timestamps.
+
+    An unreadable video does not stop the others: all good ones are prepared, then
+    `MediaFailures` lists every bad one.
+    """
+    counts = frame_counts or {}
+    rows: list[dict] = []
+    failures: list[UnreadableMedia] = []
+    for i, source in enumerate(sources, 1):
+        try:
+            if frames is None:
+                key = prepare_video_file(source, store, counts.get(source))
+                rows.append({"source": source, "keys": [key], "timestamps": None})
+            else:
+                done = prepare_video_frames(source, store, frames, settings, counts.get(source))
+                rows.append({"source": source, "keys": done.keys, "timestamps": done.timestamps})
+        except UnreadableMedia as failure:
+            failures.append(failure)
+        if progress and i % 20 == 0:
+            progress(f"{i}/{len(sources)}")
+    if failures:
+        raise MediaFailures(failures)
+    return rows
 
 
 def missing_media(store: str | Path, keys: Sequence[str], kinds: Sequence[str]) -> list[str]:

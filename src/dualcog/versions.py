@@ -2,8 +2,8 @@
 
 PROTOCOL_REVISION = "2.2"  # revision of the evaluation contract implemented (docs/protocol.md)
 
-INGEST_VERSION = "ingest-2"
-RENDER_VERSION = "render-1"
+INGEST_VERSION = "ingest-3"
+RENDER_VERSION = "render-2"
 PARSER_VERSION = "parse-2"
 SCORER_VERSION = "score-2"
 TABLES_VERSION = "tables-2"
