@@ -197,7 +197,14 @@ def table_report_outputs():
 TABLE_MODELS = [
     {
         k: m.get(k)
-        for k in ("name", "display_name", "group", "reasoning_only", "backend")
+        for k in (
+            "name",
+            "display_name",
+            "group",
+            "reasoning_only",
+            "main_table",
+            "backend",
+        )
     }
     for m in config["models"]
 ]

@@ -73,8 +73,11 @@ def test_duplicate_model_names() -> None:
 
 def test_fingerprint_ignores_throughput_and_secrets() -> None:
     base = validate_config(_config(backend="openai", api_base="http://x"))["models"][0]
+    assert base["main_table"] is True
     tuned = {**base, "rpm_limit": 30, "concurrency": 8, "api_key": "${OTHER}"}
     assert model_fingerprint(base) == model_fingerprint(tuned)
+    # Taking a run off the main tables is a table setting: it reruns no inference.
+    assert model_fingerprint(base) == model_fingerprint({**base, "main_table": False})
     assert "api_key" not in answer_settings(tuned)
     hotter = {**base, "temperature": 0.7}
     assert model_fingerprint(base) != model_fingerprint(hotter)

@@ -9,7 +9,7 @@ import pytest
 
 from dualcog.errors import DataError
 from dualcog.tables.inputs import INTERVAL_COLUMNS, TableInputs, load_inputs, read_intervals
-from dualcog.tables.leaderboard import explorer_link, render_leaderboard
+from dualcog.tables.leaderboard import build_views, explorer_link, render_leaderboard
 from dualcog.tasks import IMAGE_TASKS
 
 MODELS = [
@@ -69,6 +69,21 @@ def test_page_has_views_parses_links_and_no_external_resources() -> None:
     assert ">42</span>" in page  # mean output tokens in the aggregate view
     assert "Show 95% intervals" not in page and "CI [" not in page
     assert "Provenance" not in page
+
+
+def test_a_run_off_the_main_tables_shows_only_in_the_audit_view() -> None:
+    base = _metrics()
+    metrics = pd.concat([base, base[base["model"] == "rec"].assign(model="rec-T")])
+    models = [*MODELS, {"name": "rec-T", "group": "proprietary", "backend": "replay",
+                        "main_table": False}]  # fmt: skip
+    views = {view.key: view for view in build_views(TableInputs(metrics), models)}
+    for key in ("image", "aggregate"):
+        for variant in views[key].variants:
+            assert "rec-T" not in variant.table.frame.index and "rec" in variant.table.frame.index
+    assert "rec-T" in views["audit"].variants[0].table.frame.index
+    page = render_leaderboard(TableInputs(metrics), models)
+    # rec: image (compatible, strict), audit, aggregate; rec-T: the audit only.
+    assert page.count('data-model="rec"') == 4 and page.count('data-model="rec-T"') == 1
 
 
 def test_intervals_and_stamp_are_rendered_when_given() -> None:

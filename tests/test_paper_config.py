@@ -36,10 +36,10 @@ def paper(monkeypatch: pytest.MonkeyPatch) -> dict:
 
 
 def main_runs(config: dict) -> dict[str, dict]:
-    """Display name -> the run of its main-table row."""
+    """Display name -> the run of its main-table row (`main_table`, default true)."""
     rows = {}
     for model in config["models"]:
-        if not model["display_name"].endswith(EXTRA):
+        if model["main_table"]:
             assert model["display_name"] not in rows, model["display_name"]
             rows[model["display_name"]] = model
     return rows
@@ -52,6 +52,20 @@ def test_the_45_models_and_their_groups(paper) -> None:
     assert {name: model["group"] for name, model in rows.items()} == expected
     counts = {group: len(names) for group, names in SEED["groups"].items()}
     assert counts == {"proprietary": 21, "open-weights": 20, "spatial": 4}
+    shown = {}
+    for model in rows.values():
+        shown[model["group"]] = shown.get(model["group"], 0) + 1
+    assert shown == counts
+
+
+def test_the_extra_runs_are_off_the_main_tables(paper) -> None:
+    # The main tables show one row per model; the extra -Thinking runs appear in the audit only.
+    extras = [m for m in paper["models"] if not m["main_table"]]
+    assert len(paper["models"]) == 54 and len(extras) == 9
+    for model in extras:
+        base = model["display_name"].removesuffix(EXTRA)
+        assert model["display_name"].endswith(EXTRA) and base in main_runs(paper)
+        assert split_mode(model["name"])[1] == "Thinking"
 
 
 def test_channels_local_and_api(paper) -> None:

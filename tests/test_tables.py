@@ -137,6 +137,44 @@ def test_build_all_names_and_stage_counts() -> None:
     assert names == ["audit", "overall"]
 
 
+def test_a_run_off_the_main_tables_stays_in_the_audit_and_takes_no_marks() -> None:
+    models = [
+        {"name": "a", "group": "proprietary", "backend": "openai"},
+        {"name": "c", "group": "proprietary", "backend": "openai"},
+        {"name": "x", "display_name": "A (Thinking)", "group": "proprietary",
+         "backend": "openai", "main_table": False},
+    ]  # fmt: skip
+    values = {"a": 0.5, "c": 0.25, "x": 0.9}
+    metrics = pd.concat(
+        [
+            _image_metrics(values),
+            _image_metrics(values, "compatible", "bbox_acc50"),
+            _image_metrics({m: v / 2 for m, v in values.items()}, "legacy", "bbox_acc50"),
+            _metrics(
+                [
+                    (m, "composite_behavior", "compatible", "all", "composite_acc", v)
+                    for m, v in values.items()
+                ]
+                + [
+                    (m, "overall", "compatible", "all", "overall_score", v)
+                    for m, v in values.items()
+                ]
+            ),
+        ]
+    )
+    names = ["image_main", "video_main", "overall", "audit", "audit_gains"]
+    tables = {t.name: t for t in build_all(names, metrics, models, {}, {})}
+    for name in ("image_main", "video_main", "overall"):
+        assert list(tables[name].frame.index) == ["a", "c"], name
+        markdown = to_markdown(tables[name])
+        # Best and second are ranked over the rows shown: the hidden 90.0 does not take "best".
+        assert "**50.0**" in markdown and "<u>25.0</u>" in markdown, name
+        assert "A (Thinking)" not in markdown and "90.0" not in markdown, name
+    for name in ("audit", "audit_gains"):
+        assert "x" in tables[name].frame.index, name
+    assert "A (Thinking)" in to_markdown(tables["audit"])
+
+
 # -- coverage -------------------------------------------------------------------------------
 
 

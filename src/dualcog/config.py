@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
 MODEL_DEFAULTS: dict[str, Any] = {
     "group": "baseline",
     "reasoning_only": False,
+    "main_table": True,
     "video_mode": "video_url",
     "video_frames": 16,
     "temperature": 0.0,
@@ -50,6 +51,7 @@ NON_ANSWER_KEYS = frozenset(
         "api_key",
         "display_name",
         "group",
+        "main_table",
         "reasoning_only",
         "rpm_limit",
         "tpm_limit",

@@ -57,6 +57,14 @@ def model_rows(models: Sequence[Mapping]) -> pd.DataFrame:
     return frame.sort_values(["group_rank", "order"]).set_index("model")
 
 
+def main_table_models(models: Sequence[Mapping]) -> list[Mapping]:
+    """The runs that are rows of the main tables and aggregates (`main_table`, default true).
+
+    Extra runs of a model (`main_table: false`) stay in the audit, the metrics and the plots.
+    """
+    return [model for model in models if model.get("main_table", True) is not False]
+
+
 def _pivot(metrics: pd.DataFrame, columns: Iterable[Column], models: pd.Index) -> pd.DataFrame:
     overall = metrics[metrics["stratum"] == "all"]
     lookup = overall.set_index(["model", "task", "parse", "metric"])["value"]
@@ -95,7 +103,8 @@ def build_main(
     columns: list[Column],
     tokens: Mapping[str, float] | None = None,
 ) -> Table:
-    rows = model_rows(models)
+    """A main table or the aggregates: one row per `main_table` run, marks over those rows."""
+    rows = model_rows(main_table_models(models))
     frame = _pivot(metrics, columns, rows.index)
     present = [c for c in columns if frame[c.header].notna().any()]
     frame = frame[[c.header for c in present]]
