@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -25,29 +23,6 @@ pytestmark = pytest.mark.usefixtures("api_key_env")
 @pytest.fixture
 def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as running:
-        yield running
-
-
-@pytest.fixture
-def media_store(tmp_path: Path) -> Path:
-    from test_inference_openai import IMAGE_BYTES, VIDEO_BYTES
-
-    from dualcog.inference import media_path
-
-    store = tmp_path / "media"
-    for key, kind, data in (
-        ("aa" + "1" * 62, "image", IMAGE_BYTES),
-        ("bb" + "2" * 62, "video", VIDEO_BYTES),
-    ):
-        path = media_path(store, key, kind)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return store
 
 
 def first_fails(reply: Reply, times: int = 1):

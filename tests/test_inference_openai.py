@@ -6,45 +6,23 @@ import base64
 import json
 import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from inference_fixtures import IMAGE_BYTES, VIDEO_BYTES
 from loopback_server import LoopbackServer, Reply, completion, echo_reply
 
 from dualcog import schemas
 from dualcog.inference import (
     build_messages,
     cache_path,
-    media_path,
     request_settings,
     run_model,
 )
 from dualcog.inference.budget import JITTER_GUARD_S, RateBudget
 
 SECRET = "sk-test-Zq8Xv2Lp9Rt4Wm7Nc3Bd"
-IMAGE_BYTES = b"\xff\xd8\xff\xe0fake-jpeg"
-VIDEO_BYTES = b"\x00\x00\x00\x18ftypmp42fake"
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as running:
-        yield running
-
-
-@pytest.fixture
-def media_store(tmp_path: Path) -> Path:
-    store = tmp_path / "media"
-    for key, kind, data in (
-        ("aa" + "1" * 62, "image", IMAGE_BYTES),
-        ("bb" + "2" * 62, "video", VIDEO_BYTES),
-    ):
-        path = media_path(store, key, kind)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return store
 
 
 def make_prompts(count: int, task: str = "behavior") -> pd.DataFrame:
