@@ -13,7 +13,7 @@ from dualcog.errors import DataError
 from dualcog.inference import run_model
 
 
-def _prompts(sample_ids: list[str]) -> pd.DataFrame:
+def replay_prompts(sample_ids: list[str]) -> pd.DataFrame:
     rows = [
         {
             "sample_id": sid,
@@ -73,7 +73,7 @@ def test_authors_format_last_ok_row_wins(tmp_path):
         + "\n"
     )
     lines: list[str] = []
-    out = _replay(source, _prompts(["s1", "s2", "s3", "s4"]), lines.append).set_index("sample_id")
+    out = _replay(source, replay_prompts(["s1", "s2", "s3", "s4"]), lines.append).set_index("sample_id")
     assert out.loc["s1", "raw_text"] == '{"answer_option_id":"B"}'
     assert out.loc["s1", "status"] == "ok"
     assert out.loc["s1", "latency_ms"] == 812.5
@@ -92,8 +92,8 @@ def test_several_files_are_read_in_order(tmp_path):
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(_authors_line("s1", "ok", "old") + "\n")
     second.write_text(_authors_line("s1", "ok", "new") + "\n")
-    assert _replay([first, second], _prompts(["s1"])).raw_text.iloc[0] == "new"
-    assert _replay([second, first], _prompts(["s1"])).raw_text.iloc[0] == "old"
+    assert _replay([first, second], replay_prompts(["s1"])).raw_text.iloc[0] == "new"
+    assert _replay([second, first], replay_prompts(["s1"])).raw_text.iloc[0] == "old"
 
 
 def test_parquet_source_with_our_columns(tmp_path):
@@ -106,7 +106,7 @@ def test_parquet_source_with_our_columns(tmp_path):
             "attempts": [2, 1, 1],
         }
     ).to_parquet(source)
-    out = _replay(source, _prompts(["s1", "s2"]))
+    out = _replay(source, replay_prompts(["s1", "s2"]))
     assert list(out.raw_text) == ['{"a":1}', "late"]
     assert list(out.attempts) == [2, 1]
 
@@ -119,7 +119,7 @@ def test_plain_jsonl_without_status_counts_rows_with_text(tmp_path):
         + json.dumps({"sample_id": "s2", "raw_text": None})
         + "\n"
     )
-    out = _replay(source, _prompts(["s1", "s2"]))
+    out = _replay(source, replay_prompts(["s1", "s2"]))
     assert list(out.status) == ["ok", "missing"]
 
 
@@ -127,17 +127,17 @@ def test_malformed_line_names_file_and_line(tmp_path):
     source = tmp_path / "responses.jsonl"
     source.write_text(_authors_line("s1", "ok", "x") + "\n\n" + '{"sample_id": "s2", "raw_te\n')
     with pytest.raises(DataError, match=r"responses\.jsonl: line 3: malformed JSON") as info:
-        _replay(source, _prompts(["s1"]))
+        _replay(source, replay_prompts(["s1"]))
     assert info.value.file == str(source)
     source.write_text(json.dumps({"raw_text": "no id"}) + "\n")
     with pytest.raises(DataError, match=r"responses\.jsonl, field 'sample_id': row 1 has no"):
-        _replay(source, _prompts(["s1"]))
+        _replay(source, replay_prompts(["s1"]))
 
 
 def test_missing_source_and_missing_setting(tmp_path):
     with pytest.raises(DataError, match="nope.jsonl: replay source not found"):
-        _replay(tmp_path / "nope.jsonl", _prompts(["s1"]))
+        _replay(tmp_path / "nope.jsonl", replay_prompts(["s1"]))
     with pytest.raises(ValueError, match="needs `replay`"):
         run_model(
-            {"name": "r", "backend": "replay"}, _prompts(["s1"]), pd.DataFrame(), tmp_path, tmp_path
+            {"name": "r", "backend": "replay"}, replay_prompts(["s1"]), pd.DataFrame(), tmp_path, tmp_path
         )

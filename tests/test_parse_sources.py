@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_inference_replay import replay_prompts  # one prompts builder for replay rows
 
-from dualcog import schemas
 from dualcog.inference import run_model
 from dualcog.parsing.sources import record_is_response
 
@@ -48,23 +48,6 @@ def test_row_rule(record, expected):
     assert record_is_response(record) is expected
 
 
-def _prompts(sample_ids: list[str]) -> pd.DataFrame:
-    rows = [
-        {
-            "sample_id": sid,
-            "task": "self_position",
-            "request_key": f"rk-{sid}",
-            "system_text": "s",
-            "user_text": "u",
-            "media_keys": [],
-            "media_kinds": [],
-            "offered_option_ids": ["A", "B", "C", "D"],
-        }
-        for sid in sample_ids
-    ]
-    return schemas.to_table(pd.DataFrame(rows), schemas.PROMPTS).to_pandas()
-
-
 def test_replay_applies_the_row_rule(tmp_path: Path):
     lines = [
         {"sample_id": "s1", "request_status": " OK ", "raw_text": "first"},
@@ -77,7 +60,7 @@ def test_replay_applies_the_row_rule(tmp_path: Path):
     source = tmp_path / "responses.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
     model = {"name": "Replayed", "backend": "replay", "replay": str(source)}
-    prompts = _prompts(["s1", "s2", "s3", "s4", "s5"])
+    prompts = replay_prompts(["s1", "s2", "s3", "s4", "s5"])
     out = run_model(model, prompts, pd.DataFrame(), Path("."), Path("."), None)
     out = out.set_index("sample_id")
     assert out.loc["s1", "raw_text"] == "first"
