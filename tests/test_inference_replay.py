@@ -73,7 +73,9 @@ def test_authors_format_last_ok_row_wins(tmp_path):
         + "\n"
     )
     lines: list[str] = []
-    out = _replay(source, replay_prompts(["s1", "s2", "s3", "s4"]), lines.append).set_index("sample_id")
+    out = _replay(source, replay_prompts(["s1", "s2", "s3", "s4"]), lines.append).set_index(
+        "sample_id"
+    )
     assert out.loc["s1", "raw_text"] == '{"answer_option_id":"B"}'
     assert out.loc["s1", "status"] == "ok"
     assert out.loc["s1", "latency_ms"] == 812.5
@@ -139,5 +141,9 @@ def test_missing_source_and_missing_setting(tmp_path):
         _replay(tmp_path / "nope.jsonl", replay_prompts(["s1"]))
     with pytest.raises(ValueError, match="needs `replay`"):
         run_model(
-            {"name": "r", "backend": "replay"}, replay_prompts(["s1"]), pd.DataFrame(), tmp_path, tmp_path
+            {"name": "r", "backend": "replay"},
+            replay_prompts(["s1"]),
+            pd.DataFrame(),
+            tmp_path,
+            tmp_path,
         )
