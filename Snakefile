@@ -34,6 +34,13 @@ rule all:
         all_outputs(),
 
 
+# Local runs: no job-start throttle (it costs minutes of scheduler CPU at the paper's scale).
+onstart:
+    from dualcog.scheduling import lift_local_start_limit
+
+    lift_local_start_limit(workflow)
+
+
 # Models whose requests failed, the count of each error type and what to type next.
 onsuccess:
     from dualcog.inference.outcome import print_run_summary
