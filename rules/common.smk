@@ -17,6 +17,7 @@ from dualcog.render import video_mode_name
 from dualcog.stats import comparison_pairs
 from dualcog.stamp import STAGE_VERSIONS, model_entry
 from dualcog.serving import served_groups
+from dualcog.sharding import shard_count
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
     EXPLORER_VERSION,
@@ -41,8 +42,16 @@ MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]
 SERVED_GROUPS = served_groups(config["models"])
 SERVED_RUNS = [run for group in SERVED_GROUPS for run in group.runs]
-# Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
 UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
+# Replayed runs: one job per run reads its recorded files once for all of its tasks (sharded
+# ones are split like any other run).
+REPLAY_RUNS = [
+    m["name"]
+    for m in config["models"]
+    if m["backend"] == "replay" and m["name"] in UNSERVED_RUNS and shard_count(m) == 1
+]
+# Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
+INFER_RUNS = [m for m in UNSERVED_RUNS if m not in REPLAY_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 COMPARE_PAIRS = comparison_pairs(config)
@@ -78,10 +87,15 @@ def used_video_modes():
     )
 
 
+def prompts_path(run, task):
+    """The prompts file a run's jobs read for one request kind (video: its video mode's)."""
+    if is_video_task(task):
+        return f"results/prompts/{task}.{model_video_mode(run)}.parquet"
+    return f"results/prompts/{task}.parquet"
+
+
 def prompts_for(wildcards):
-    if is_video_task(wildcards.task):
-        return f"results/prompts/{wildcards.task}.{model_video_mode(wildcards.model)}.parquet"
-    return f"results/prompts/{wildcards.task}.parquet"
+    return prompts_path(wildcards.model, wildcards.task)
 
 
 def infer_settings(wildcards):
@@ -100,6 +114,22 @@ def replay_sources(wildcards):
         return []
     sources = model["replay"]
     return [sources] if isinstance(sources, str) else list(sources)
+
+
+def replay_groups():
+    """Replayed runs by their task list (in registry order)."""
+    groups = {}
+    for name in REPLAY_RUNS:
+        tasks = tuple(model_tasks(config, model_by_name(config, name)))
+        groups.setdefault(tasks, []).append(name)
+    return groups
+
+
+def replay_rule_name(tasks):
+    """`replay` for runs of every task of the workflow, else named by the run's tasks."""
+    if set(tasks) == set(TASKS):
+        return "replay"
+    return "replay_" + "_".join(tasks)
 
 
 def all_replay_sources():

@@ -2,12 +2,6 @@
 # all of its runs and tasks through it, and stops it (docs/configuration.md, "Managed servers").
 
 
-def prompts_path(run, task):
-    if is_video_task(task):
-        return f"results/prompts/{task}.{model_video_mode(run)}.parquet"
-    return f"results/prompts/{task}.parquet"
-
-
 def served_plan(group):
     return [
         {

@@ -10,7 +10,7 @@ import pytest
 
 from dualcog import schemas
 from dualcog.errors import DataError
-from dualcog.inference import run_model
+from dualcog.inference import replay_tasks, run_model
 
 
 def replay_prompts(sample_ids: list[str]) -> pd.DataFrame:
@@ -147,3 +147,34 @@ def test_missing_source_and_missing_setting(tmp_path):
             tmp_path,
             tmp_path,
         )
+
+
+def test_one_replay_of_several_tasks_equals_a_replay_per_task(tmp_path):
+    """The `replay` rule answers all of a run's tasks in one job, reading its files once."""
+    source = tmp_path / "responses.jsonl"
+    lines = [
+        _authors_line("a1", "ok", "first"),
+        _authors_line("b1", "ok", "b-answer"),
+        _authors_line("a1", "ok", "second"),  # resumed run: the last ok row wins
+        _authors_line("b2", "error", None),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    by_task = {
+        "self_position": replay_prompts(["a1", "a2"]),
+        "behavior": replay_prompts(["b1", "b2"]).assign(task="behavior"),
+    }
+    model = {"name": "Authors-Run-Instant", "backend": "replay", "replay": str(source)}
+    together = replay_tasks(model, by_task)
+    assert list(together) == ["self_position", "behavior"]
+    for task, prompts in by_task.items():
+        alone = _replay(source, prompts)
+        pd.testing.assert_frame_equal(together[task], alone)
+    assert together["self_position"]["raw_text"].tolist()[0] == "second"
+    assert together["behavior"]["status"].tolist() == ["ok", "missing"]
+
+
+def test_a_sample_in_two_tasks_prompts_is_refused(tmp_path):
+    model = {"name": "r", "backend": "replay", "replay": str(tmp_path / "x.jsonl")}
+    prompts = replay_prompts(["a1"])
+    with pytest.raises(ValueError, match="sample 'a1' more than once"):
+        replay_tasks(model, {"self_position": prompts, "behavior": prompts})

@@ -183,6 +183,10 @@ def test_editing_a_replayed_file_reruns_only_the_replay_model(demo_run: Path) ->
     finally:
         recorded.write_text(original)
     assert {w["model"] for _, w in jobs if "model" in w} == {"recorded-Instant"}
+    # One job replays all six tasks of the run; no per-task infer job.
+    assert [(rule, w) for rule, w in jobs if rule in ("replay", "infer")] == [
+        ("replay", {"model": "recorded-Instant"})
+    ]
 
 
 def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_run: Path) -> None:
@@ -204,3 +208,23 @@ def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_run: Path) -
     assert kept.stat().st_mtime_ns == kept_stamp
     # Put the workflow back in its complete state for the tests that follow.
     run_snakemake(demo_run)
+
+
+def test_replayed_runs_with_other_task_lists_get_a_rule_of_their_own(tmp_path: Path) -> None:
+    full = _replay_model(tmp_path)
+    video_only = {**full, "name": "recorded-video", "tasks": ["landmark_visibility", "behavior"]}
+    sharded = {**full, "name": "recorded-sharded", "shards": 2}
+    config = {
+        "data_root": str(REPO / "resources" / "demo"),
+        "cache_dir": "results/cache",
+        "models": [full, video_only, sharded],
+    }
+    write_config(tmp_path, config)
+    jobs = _planned_jobs(run_snakemake(tmp_path, "--dry-run").stdout)
+    replays = sorted((rule, w["model"]) for rule, w in jobs if rule.startswith("replay"))
+    assert replays == [
+        ("replay", "recorded-Instant"),
+        ("replay_behavior_landmark_visibility", "recorded-video"),
+    ]
+    # A sharded replayed run is split like any other run.
+    assert {w["model"] for rule, w in jobs if rule == "infer_shard"} == {"recorded-sharded"}

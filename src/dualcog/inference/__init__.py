@@ -9,7 +9,7 @@ from dualcog.inference.cache import cache_key, cache_path, model_fingerprint
 from dualcog.inference.common import split_mode
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
-from dualcog.inference.runner import BACKENDS, run_model
+from dualcog.inference.runner import BACKENDS, replay_tasks, run_model
 
 __all__ = [
     "BACKENDS",
@@ -21,6 +21,7 @@ __all__ = [
     "media_data_uri",
     "media_path",
     "model_fingerprint",
+    "replay_tasks",
     "request_settings",
     "run_model",
     "split_mode",

@@ -57,6 +57,33 @@ def run_model(
     return responses_frame([rows_by_index[i] for i in range(len(prompt_rows))])
 
 
+def replay_tasks(
+    model: Mapping[str, Any],
+    prompts_by_task: Mapping[str, pd.DataFrame],
+    progress: ProgressFn | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Responses of one replayed run for several request kinds, its files read once.
+
+    Each kind's frame equals `run_model` on that kind's prompts alone: a sample's response is
+    the last response row for its id, whichever kinds are replayed with it.
+    """
+    if model.get("backend") != "replay":
+        raise ValueError(f"model {model.get('name')!r}: replay_tasks needs backend replay")
+    rows_by_task = {task: _records(frame) for task, frame in prompts_by_task.items()}
+    prompt_rows = [row for rows in rows_by_task.values() for row in rows]
+    seen: set[str] = set()
+    for row in prompt_rows:
+        if row["sample_id"] in seen:
+            raise ValueError(f"prompts hold sample {row['sample_id']!r} more than once")
+        seen.add(row["sample_id"])
+    replayed = replay_rows(model, prompt_rows, progress)
+    out, at = {}, 0
+    for task, rows in rows_by_task.items():
+        out[task] = responses_frame(replayed[at : at + len(rows)])
+        at += len(rows)
+    return out
+
+
 def _offline(
     model: Mapping[str, Any],
     backend: str,

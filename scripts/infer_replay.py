@@ -1,0 +1,25 @@
+"""Snakemake adapter: one replayed run's recorded files -> its responses for every task."""
+
+from dualcog.config import model_by_name, validate_config
+from dualcog.inference import replay_tasks
+from dualcog.runtime import log, run_step
+from dualcog.schemas import RESPONSES, read_frame, write_table
+
+
+def main(sm):
+    config = validate_config(sm.config, "the workflow configuration")
+    model = model_by_name(config, sm.wildcards.model)
+    tasks = list(sm.params.tasks)
+    prompts = {task: read_frame(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}
+    log.info(
+        "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
+        ", ".join(tasks),
+    )  # fmt: skip
+    responses = replay_tasks(model, prompts, progress=log.info)
+    for task, output in zip(tasks, sm.output, strict=True):
+        frame = responses[task]
+        log.info("%s: status counts %s", task, frame["status"].value_counts().to_dict())
+        write_table(frame, RESPONSES, output)
+
+
+run_step(snakemake, main)  # noqa: F821
