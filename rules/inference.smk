@@ -44,6 +44,8 @@ for replay_tasks, replay_runs in replay_groups().items():
             "../envs/dualcog.yaml"
         params:
             tasks=list(replay_tasks),
-            settings=lambda wildcards: answer_settings(model_by_name(config, wildcards.model)),
+            settings=lambda wildcards: answer_settings(
+                model_by_name(config, wildcards.model)
+            ),
         script:
             "../scripts/infer_replay.py"
