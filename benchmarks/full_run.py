@@ -46,6 +46,9 @@ def main() -> None:
         jobs = sum(n for n, _ in by_rule.values())
         print(f"{name}: {jobs} jobs, wall {timing.wall_s:.1f} s, CPU {timing.cpu_s:.1f} s "
               f"(workdir {workdir})")  # fmt: skip
+        in_jobs = sum(cpu for _, cpu in by_rule.values())
+        print(f"    jobs' own CPU (their logs) {in_jobs:.1f} s; Snakemake and the jobs' "
+              f"start-up before our code {timing.cpu_s - in_jobs:.1f} s")  # fmt: skip
         for rule, (n, cpu) in sorted(by_rule.items(), key=lambda t: -t[1][1]):
             print(f"    {rule:<18} {n:4d} jobs  CPU {cpu:8.1f} s  ({cpu / n:.2f} s per job)")
         results[name] = metrics_of(workdir)
