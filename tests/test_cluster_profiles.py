@@ -60,3 +60,15 @@ def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     assert "slurm_account=acct-x" in jobs["parse"] and "slurm_partition=cpu-x" in jobs["parse"]
     assert "slurm_partition=egress-x" in jobs["infer"] and "runtime=1440" in jobs["infer"]
     assert "cpus_per_task=8" in jobs["prepare_images"] and "mem_mb=16000" in jobs["prepare_images"]
+
+
+def test_the_submission_rate_is_one_snakemake_honours(monkeypatch) -> None:
+    """Snakemake 9 always sets --max-jobs-per-timespan (default 100/1s), which overrides the
+    older max-jobs-per-second: the profile must use the former to limit anything."""
+    from snakemake.cli import parse_args
+
+    for name, value in PLACEHOLDERS.items():
+        monkeypatch.setenv(name, value)
+    _, args = parse_args(["--profile", str(PROFILE), "--dry-run"])
+    assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (5, 1)
+    assert "max-jobs-per-second" not in _profile()
