@@ -88,14 +88,17 @@ def model_intervals(
     clusters: Clusters,
     settings: BootstrapSettings,
     weights: np.ndarray | None = None,
+    pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """CONFIDENCE_INTERVALS rows of one model: one per row of its metrics table.
 
     The metric set and every point estimate are checked against `metrics` (the scorer's
-    output), and `value` is copied from it, so the two files never disagree.
+    output), and `value` is copied from it, so the two files never disagree. `pairs` are the
+    benchmark's matched-context pairs (default: paired from `samples` here).
     """
     weights = settings.weights(clusters) if weights is None else weights
-    frame = interval_frame(metric_matrices(scores, samples, clusters), weights, settings)
+    matrices = metric_matrices(scores, samples, clusters, pairs)
+    frame = interval_frame(matrices, weights, settings)
     reference = metrics[KEY + ["value"]].rename(columns={"value": "reported"})
     joined = frame.merge(reference, on=KEY, how="outer", indicator=True)
     stray = joined[joined["_merge"] != "both"]
