@@ -2,18 +2,27 @@
 
 import json
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from dualcog.parsing import parse_run
+from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PARSED, read_frame, write_table
+from dualcog.schemas import PARSED, write_table
+
+# The columns parse_run reads; converting only these to pandas skips the samples' nested
+# media / gold columns and the responses' bookkeeping.
+SAMPLE_COLUMNS = ["sample_id", "task", "options"]
+RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
 
 def main(sm):
-    responses = pd.concat([read_frame(p) for p in sm.input.responses], ignore_index=True)
-    samples = read_frame(sm.input.samples)
-    samples = samples[samples["task"].isin(set(responses["task"]))]
-    parsed, run = parse_run(samples, responses, sm.params.bbox_scale)
+    responses = pa.concat_tables([pq.read_table(p) for p in sm.input.responses])
+    responses = responses.select([c for c in RESPONSE_COLUMNS if c in responses.column_names])
+    samples = pq.read_table(sm.input.samples, columns=SAMPLE_COLUMNS)
+    samples = samples.filter(pc.is_in(samples["task"], pc.unique(responses["task"])))
+    parsed, run = parse_run(samples.to_pandas(), responses.to_pandas(), sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
     log.info(
         "run scale: %s; stages: %s",

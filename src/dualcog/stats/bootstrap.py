@@ -6,28 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from dualcog.errors import DataError
 from dualcog.stats.clusters import Clusters, replicate_weights
 from dualcog.stats.estimands import KEY, MetricMatrices, metric_matrices
+from dualcog.stats.schema import CONFIDENCE_INTERVALS
 
-CONFIDENCE_INTERVALS = pa.schema(
-    [
-        ("model", pa.string()),
-        ("task", pa.string()),
-        ("parse", pa.string()),
-        ("stratum", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),  # the metric as in metrics.parquet
-        ("ci_low", pa.float64()),  # percentile interval of the replicates
-        ("ci_high", pa.float64()),
-        ("n_clusters", pa.int64()),  # clusters holding part of the metric's population
-        ("n_boot", pa.int64()),  # replicates in which the metric is defined
-        ("seed", pa.int64()),
-        ("level", pa.float64()),
-    ]
-)
 # metrics.parquet values are recomputed here from per-cluster sums; summation order may
 # differ in the last bits, anything larger means scores and metrics disagree.
 AGREEMENT_TOLERANCE = 1e-9
