@@ -1,9 +1,7 @@
 """Snakemake adapter: one model's scores -> cluster-bootstrap intervals of its metrics."""
 
-import pyarrow.parquet as pq
-
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame, write_table
+from dualcog.schemas import read_arrow, read_frame, write_table
 from dualcog.stats import CONFIDENCE_INTERVALS, BootstrapSettings, build_clusters, model_intervals
 from dualcog.stats.clusters import CLUSTER_COLUMNS
 
@@ -11,7 +9,7 @@ from dualcog.stats.clusters import CLUSTER_COLUMNS
 def main(sm):
     # Only the columns the clusters read: the samples' nested media/options columns are the
     # costliest part of the table to convert, and the pairs come from the `pairs` rule.
-    samples = pq.read_table(sm.input.samples, columns=CLUSTER_COLUMNS).to_pandas()
+    samples = read_arrow(sm.input.samples, columns=CLUSTER_COLUMNS).to_pandas()
     settings = BootstrapSettings.from_config(sm.params.bootstrap)
     intervals = model_intervals(
         sm.wildcards.model,

@@ -4,12 +4,11 @@ import json
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from dualcog.parsing import parse_run
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PARSED, write_table
+from dualcog.schemas import PARSED, read_arrow, write_table
 
 # The columns parse_run reads; converting only these to pandas skips the samples' nested
 # media / gold columns and the responses' bookkeeping.
@@ -18,9 +17,9 @@ RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
 
 def main(sm):
-    responses = pa.concat_tables([pq.read_table(p) for p in sm.input.responses])
+    responses = pa.concat_tables([read_arrow(p) for p in sm.input.responses])
     responses = responses.select([c for c in RESPONSE_COLUMNS if c in responses.column_names])
-    samples = pq.read_table(sm.input.samples, columns=SAMPLE_COLUMNS)
+    samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     samples = samples.filter(pc.is_in(samples["task"], pc.unique(responses["task"])))
     parsed, run = parse_run(samples.to_pandas(), responses.to_pandas(), sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
