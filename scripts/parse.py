@@ -5,13 +5,13 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.parsing import parse_run
+from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
 from dualcog.schemas import PARSED, read_arrow, write_table
 
-# The columns parse_run reads; converting only these to pandas skips the samples' nested
-# media / gold columns and the responses' bookkeeping.
+# The columns the parser reads: the samples' nested media / gold columns and the responses'
+# bookkeeping are never converted. Arrow in and out: no pandas frame in between.
 SAMPLE_COLUMNS = ["sample_id", "task", "options"]
 RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
@@ -21,13 +21,9 @@ def main(sm):
     responses = responses.select([c for c in RESPONSE_COLUMNS if c in responses.column_names])
     samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     samples = samples.filter(pc.is_in(samples["task"], pc.unique(responses["task"])))
-    parsed, run = parse_run(samples.to_pandas(), responses.to_pandas(), sm.params.bbox_scale)
+    parsed, run = parse_run_table(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
-    log.info(
-        "run scale: %s; stages: %s",
-        run.get("scale"),
-        parsed.groupby(["parse", "stage"]).size().to_dict(),
-    )
+    log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)
