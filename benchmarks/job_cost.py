@@ -10,7 +10,7 @@ start-up and imports included), prints both side by side and asserts that every 
 jobs wrote is byte-identical between the two revisions.
 
 Usage: python benchmarks/job_cost.py FINISHED_RUN_DIR [--baseline main] [--models N]
-       [--cores 2] [--keep]
+       [--cores 2] [--repeats 1] [--keep]
 FINISHED_RUN_DIR holds config/, data and results/ of a complete run.
 """
 
@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -73,9 +76,24 @@ def run_jobs(tree: Path, workdir: Path, models: list[str], collect: bool, cores:
         targets += ["results/metrics/metrics.parquet", "results/metrics/intervals.parquet"]
     rules = MODEL_RULES + (COLLECT_RULES if collect else [])
     per_model = timed_snakemake(tree, workdir, *targets, *common, "--forcerun", *rules)
-    prompts = [p for p in outputs(workdir, [], False)]
+    prompts = outputs(workdir, [], False)
     render = timed_snakemake(tree, workdir, *prompts, *common, "--forcerun", *RENDER_RULES)
     return per_model, render
+
+
+def import_floor(modules: str, runs: int = 5) -> float:
+    """Median CPU seconds of a fresh interpreter that imports `modules` (start-up included)."""
+    code = (
+        "import resource\n"
+        f"import {modules}\n"
+        "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(u.ru_utime + u.ru_stime)"
+    )
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout)
+        for _ in range(runs)
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -84,6 +102,9 @@ def main() -> None:
     parser.add_argument("--baseline", default="main", help="git revision to compare with")
     parser.add_argument("--models", type=int, help="only the first N models (no collect jobs)")
     parser.add_argument("--cores", default="2")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs per revision, interleaved; least CPU kept"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
     args = parser.parse_args()
     names = model_names(args.run)
@@ -92,13 +113,20 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"{len(models)} models; rules {MODEL_RULES + COLLECT_RULES * collect + ['render']}")
     trees = {f"before ({args.baseline})": revision_tree(args.baseline), "after (ours)": REPO}
-    by_side, workdirs = {}, {}
-    for side, tree in trees.items():
-        workdir = workdirs[side] = workdir_from(args.run)
-        per_model, render = run_jobs(tree, workdir, models, collect, args.cores)
-        by_side[side] = cpu_by_rule(workdir)
-        print(f"{side}: snakemake (DAG builds included) wall {per_model.wall_s + render.wall_s:.1f}"
-              f" s, CPU {per_model.cpu_s + render.cpu_s:.1f} s (children included)")  # fmt: skip
+    by_side: dict[str, dict[str, tuple[int, float]]] = {side: {} for side in trees}
+    workdirs: dict[str, Path] = {}
+    for repeat in range(args.repeats):
+        for side, tree in trees.items():  # interleaved: a busy spell hits both sides alike
+            if side in workdirs:
+                shutil.rmtree(workdirs[side])
+            workdir = workdirs[side] = workdir_from(args.run)
+            per_model, render = run_jobs(tree, workdir, models, collect, args.cores)
+            for rule, (n, cpu) in cpu_by_rule(workdir).items():
+                kept = by_side[side].get(rule)
+                by_side[side][rule] = (n, cpu) if kept is None else (n, min(kept[1], cpu))
+            print(f"{side}, run {repeat + 1}: snakemake (DAG builds included) wall "
+                  f"{per_model.wall_s + render.wall_s:.1f} s, CPU "
+                  f"{per_model.cpu_s + render.cpu_s:.1f} s (children included)")  # fmt: skip
     before, after = by_side.values()
     expected = set(MODEL_RULES + ["render"] + (COLLECT_RULES if collect else []))
     for side, by_rule in by_side.items():
@@ -116,6 +144,13 @@ def main() -> None:
               f"{cpu_before:11.1f} s {cpu_after:10.1f} s  ({ratio:.2f}x)")  # fmt: skip
     print(f"{'all':<18} {'':5} {'':15} {'':14} {totals[0]:11.1f} s {totals[1]:10.1f} s  "
           f"({totals[0] / totals[1]:.2f}x)")  # fmt: skip
+    preamble = "snakemake.iocontainers"  # what Snakemake's script preamble imports
+    floor = {
+        m: import_floor(m)
+        for m in ("sys", preamble, f"{preamble}, pyarrow.parquet", f"{preamble}, pandas")
+    }
+    print("start-up floor of a job (fresh interpreter, CPU): "
+          + "; ".join(f"import {m}: {cpu:.2f} s" for m, cpu in floor.items()))  # fmt: skip
     checked = outputs(workdirs[next(iter(workdirs))], models, collect)
     first, second = workdirs.values()
     differ = [p for p in checked if (first / p).read_bytes() != (second / p).read_bytes()]
