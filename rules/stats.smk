@@ -9,6 +9,7 @@ wildcard_constraints:
 rule intervals:
     input:
         samples="results/benchmark/samples.parquet",
+        pairs="results/benchmark/pairs.parquet",
         scores="results/scores/{model}.parquet",
         metrics="results/metrics/by_model/{model}.parquet",
     output:

@@ -1,15 +1,14 @@
 """Snakemake adapter: per-model intervals -> results/metrics/intervals.parquet."""
 
-import pandas as pd
-
+from dualcog.collect import concat_artifacts, distinct_models
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame, write_table
-from dualcog.stats import CONFIDENCE_INTERVALS
+from dualcog.schemas import write_table
+from dualcog.stats.schema import CONFIDENCE_INTERVALS
 
 
 def main(sm):
-    intervals = pd.concat([read_frame(p) for p in sm.input], ignore_index=True)
-    log.info("%d intervals for %d models", len(intervals), intervals["model"].nunique())
+    intervals = concat_artifacts(sm.input)
+    log.info("%d intervals for %d models", intervals.num_rows, distinct_models(intervals))
     write_table(intervals, CONFIDENCE_INTERVALS, sm.output[0])
 
 

@@ -1,12 +1,15 @@
 """Snakemake adapter: one model's scores -> cluster-bootstrap intervals of its metrics."""
 
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame, write_table
+from dualcog.schemas import read_arrow, read_frame, write_table
 from dualcog.stats import CONFIDENCE_INTERVALS, BootstrapSettings, build_clusters, model_intervals
+from dualcog.stats.clusters import CLUSTER_COLUMNS
 
 
 def main(sm):
-    samples = read_frame(sm.input.samples)
+    # Only the columns the clusters read: the samples' nested media/options columns are the
+    # costliest part of the table to convert, and the pairs come from the `pairs` rule.
+    samples = read_arrow(sm.input.samples, columns=CLUSTER_COLUMNS).to_pandas()
     settings = BootstrapSettings.from_config(sm.params.bootstrap)
     intervals = model_intervals(
         sm.wildcards.model,
@@ -15,6 +18,7 @@ def main(sm):
         read_frame(sm.input.metrics),
         build_clusters(samples),
         settings,
+        pairs=read_frame(sm.input.pairs),
     )
     log.info("%d intervals, %d replicates, seed %d", len(intervals), settings.replicates,
              settings.seed)  # fmt: skip

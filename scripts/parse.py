@@ -2,24 +2,28 @@
 
 import json
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from dualcog.parsing import parse_run
+from dualcog.parsing import parse_run_table
+from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PARSED, read_frame, write_table
+from dualcog.schemas import PARSED, read_arrow, write_table
+
+# The columns the parser reads: the samples' nested media / gold columns and the responses'
+# bookkeeping are never converted. Arrow in and out: no pandas frame in between.
+SAMPLE_COLUMNS = ["sample_id", "task", "options"]
+RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
 
 def main(sm):
-    responses = pd.concat([read_frame(p) for p in sm.input.responses], ignore_index=True)
-    samples = read_frame(sm.input.samples)
-    samples = samples[samples["task"].isin(set(responses["task"]))]
-    parsed, run = parse_run(samples, responses, sm.params.bbox_scale)
+    responses = pa.concat_tables([read_arrow(p) for p in sm.input.responses])
+    responses = responses.select([c for c in RESPONSE_COLUMNS if c in responses.column_names])
+    samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
+    samples = samples.filter(pc.is_in(samples["task"], pc.unique(responses["task"])))
+    parsed, run = parse_run_table(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
-    log.info(
-        "run scale: %s; stages: %s",
-        run.get("scale"),
-        parsed.groupby(["parse", "stage"]).size().to_dict(),
-    )
+    log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)

@@ -1,13 +1,18 @@
 """Snakemake adapter: samples + prepared media -> results/prompts/<task>[.<video mode>].parquet."""
 
+import pyarrow.compute as pc
+
 from dualcog.media import PreparedFrames, PreparedImage
 from dualcog.render import render_prompts
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PROMPTS, read_frame, write_table
+from dualcog.schemas import PROMPTS, read_arrow, read_frame, write_table
 
 
 def main(sm):
-    samples = read_frame(sm.input.samples)
+    # Only this task's samples reach pandas: converting every task's nested columns was most
+    # of the job's own work.
+    samples = read_arrow(sm.input.samples)
+    samples = samples.filter(pc.equal(samples["task"], sm.wildcards.task)).to_pandas()
     images = {
         row["source"]: PreparedImage(**row)
         for row in read_frame(sm.input.images).to_dict("records")

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from dualcog.parsing.compatible import finish_image_compatible
 from dualcog.parsing.fields import (
@@ -49,18 +50,17 @@ _BOOL_COLUMNS = (
 )
 
 
-def latest_ok_responses(responses: pd.DataFrame | None) -> dict[str, str]:
+def latest_ok_responses(responses: pa.Table | pd.DataFrame | None) -> dict[str, str]:
     """sample_id -> raw text of its last row that is a response (parsing.sources)."""
     texts: dict[str, str] = {}
     if responses is None or len(responses) == 0:
         return texts
-    # tolist(): iterating Arrow-backed string columns element by element is slow.
-    status_columns = [
-        responses[field].tolist() for field in STATUS_FIELDS if field in responses.columns
-    ]
+    # Whole columns as lists: iterating Arrow-backed string columns element by element is slow.
+    names = responses.column_names if isinstance(responses, pa.Table) else responses.columns
+    status_columns = [_values(responses, field) for field in STATUS_FIELDS if field in names]
     for sample_id, raw, *statuses in zip(
-        responses["sample_id"].tolist(),
-        responses["raw_text"].tolist(),
+        _values(responses, "sample_id"),
+        _values(responses, "raw_text"),
         *status_columns,
         strict=True,
     ):
@@ -128,6 +128,26 @@ class _Rows:
         frame["visible_count"] = frame["visible_count"].astype("Int64")
         return frame
 
+    def table(self) -> pa.Table:
+        """The rows as a PARSED Arrow table, without a pandas frame in between.
+
+        `from_pandas=True`: a NaN (e.g. a box coordinate parsed from `NaN`) becomes a null,
+        as converting `frame()` does, so both give the same file.
+        """
+        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(PARSED)
+        arrays = [
+            pa.array(values, type=field.type, from_pandas=True)
+            for field, values in zip(PARSED, columns, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=PARSED)
+
+    def stage_counts(self) -> dict[str, dict[str, int]]:
+        """Rows per stage in each parse mode (modes in a fixed order, stages sorted)."""
+        counts: dict[str, Counter] = {m: Counter() for m in ("strict", "compatible", "legacy")}
+        for row in self.rows:
+            counts[row[_PARSE]][row[_STAGE]] += 1
+        return {mode: dict(sorted(c.items())) for mode, c in counts.items()}
+
 
 _IMAGE_COLUMNS = (
     "option_ids",
@@ -149,6 +169,7 @@ _VISIBILITY_COLUMNS = (
     "intervals_valid",
     "intervals_reason",
 )
+_PARSE, _STAGE = PARSED.names.index("parse"), PARSED.names.index("stage")
 _NO_IMAGE = (None,) * len(_IMAGE_COLUMNS)
 _NO_BEHAVIOR = (None,) * len(_BEHAVIOR_COLUMNS)
 _NO_VISIBILITY = (None,) * len(_VISIBILITY_COLUMNS)
@@ -165,6 +186,32 @@ def parse_run(
     Returns (frame conforming to schemas.PARSED, run info: scale, scale_source, n_boxes,
     n_over_one, stage_counts per parse mode).
     """
+    rows, info = _parse_rows(samples, responses, bbox_scale)
+    return rows.frame(), info
+
+
+def parse_run_table(
+    samples: pa.Table | pd.DataFrame,
+    responses: pa.Table | pd.DataFrame | None,
+    bbox_scale: str | None = None,
+) -> tuple[pa.Table, dict]:
+    """`parse_run` with the PARSED rows as an Arrow table (what the `parse` job writes)."""
+    rows, info = _parse_rows(samples, responses, bbox_scale)
+    return rows.table(), info
+
+
+def _values(table: pa.Table | pd.DataFrame, name: str) -> list:
+    """A column as a Python list; Arrow or pandas, whichever the caller holds."""
+    if isinstance(table, pa.Table):
+        return table.column(name).to_pylist()
+    return table[name].tolist()
+
+
+def _parse_rows(
+    samples: pa.Table | pd.DataFrame,
+    responses: pa.Table | pd.DataFrame | None,
+    bbox_scale: str | None,
+) -> tuple[_Rows, dict]:
     if bbox_scale is not None and bbox_scale not in CONFIGURABLE_SCALES:
         raise ValueError(f"bbox_scale must be one of {CONFIGURABLE_SCALES}, got {bbox_scale!r}")
     texts = latest_ok_responses(responses)
@@ -173,9 +220,9 @@ def parse_run(
     parsed: list[tuple[str, str, Any]] = []
     evidence: list[list[float]] = []
     for sample_id, task, options in zip(
-        samples["sample_id"].tolist(),
-        samples["task"].tolist(),
-        samples["options"].tolist(),
+        _values(samples, "sample_id"),
+        _values(samples, "task"),
+        _values(samples, "options"),
         strict=True,
     ):
         raw = texts.get(sample_id)
@@ -227,16 +274,11 @@ def parse_run(
             columns.visibility(sample_id, task, "strict", modes[0])
             columns.visibility(sample_id, task, "compatible", modes[1])
 
-    frame = columns.frame()
-    stage_counts = {
-        mode: dict(sorted(Counter(frame.loc[frame["parse"] == mode, "stage"]).items()))
-        for mode in ("strict", "compatible", "legacy")
-    }
     info = {
         "scale": scale,
         "scale_source": scale_source,
         "n_boxes": len(evidence),
         "n_over_one": n_over_one,
-        "stage_counts": stage_counts,
+        "stage_counts": columns.stage_counts(),
     }
-    return frame, info
+    return columns, info

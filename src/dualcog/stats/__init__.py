@@ -1,22 +1,31 @@
 """Uncertainty of the metrics: cluster-bootstrap intervals and paired model comparisons.
 
 See docs/protocol.md ("Uncertainty") for the resampling units and the estimators.
+
+The names below are imported on first use (PEP 562), so that a job needing only the
+intervals schema (`collect_intervals`) does not import pandas and the scoring package.
 """
 
-from dualcog.stats.bootstrap import (
-    CONFIDENCE_INTERVALS,
-    BootstrapSettings,
-    model_intervals,
-    percentile_interval,
-)
-from dualcog.stats.clusters import Clusters, build_clusters, replicate_weights
-from dualcog.stats.compare import (
-    COMPARISON,
-    compare_models,
-    comparison_markdown,
-    comparison_pairs,
-)
-from dualcog.stats.estimands import MetricMatrices, metric_matrices
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_SOURCES = {
+    "CONFIDENCE_INTERVALS": "dualcog.stats.schema",
+    "BootstrapSettings": "dualcog.stats.bootstrap",
+    "model_intervals": "dualcog.stats.bootstrap",
+    "percentile_interval": "dualcog.stats.bootstrap",
+    "Clusters": "dualcog.stats.clusters",
+    "build_clusters": "dualcog.stats.clusters",
+    "replicate_weights": "dualcog.stats.clusters",
+    "COMPARISON": "dualcog.stats.compare",
+    "compare_models": "dualcog.stats.compare",
+    "comparison_markdown": "dualcog.stats.compare",
+    "comparison_pairs": "dualcog.stats.compare",
+    "MetricMatrices": "dualcog.stats.estimands",
+    "metric_matrices": "dualcog.stats.estimands",
+}
 
 __all__ = [
     "COMPARISON",
@@ -33,3 +42,28 @@ __all__ = [
     "percentile_interval",
     "replicate_weights",
 ]
+assert sorted(__all__) == sorted(_SOURCES)
+
+if TYPE_CHECKING:
+    from dualcog.stats.bootstrap import BootstrapSettings, model_intervals, percentile_interval
+    from dualcog.stats.clusters import Clusters, build_clusters, replicate_weights
+    from dualcog.stats.compare import (
+        COMPARISON,
+        compare_models,
+        comparison_markdown,
+        comparison_pairs,
+    )
+    from dualcog.stats.estimands import MetricMatrices, metric_matrices
+    from dualcog.stats.schema import CONFIDENCE_INTERVALS
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SOURCES])

@@ -6,28 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from dualcog.errors import DataError
 from dualcog.stats.clusters import Clusters, replicate_weights
 from dualcog.stats.estimands import KEY, MetricMatrices, metric_matrices
+from dualcog.stats.schema import CONFIDENCE_INTERVALS
 
-CONFIDENCE_INTERVALS = pa.schema(
-    [
-        ("model", pa.string()),
-        ("task", pa.string()),
-        ("parse", pa.string()),
-        ("stratum", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),  # the metric as in metrics.parquet
-        ("ci_low", pa.float64()),  # percentile interval of the replicates
-        ("ci_high", pa.float64()),
-        ("n_clusters", pa.int64()),  # clusters holding part of the metric's population
-        ("n_boot", pa.int64()),  # replicates in which the metric is defined
-        ("seed", pa.int64()),
-        ("level", pa.float64()),
-    ]
-)
 # metrics.parquet values are recomputed here from per-cluster sums; summation order may
 # differ in the last bits, anything larger means scores and metrics disagree.
 AGREEMENT_TOLERANCE = 1e-9
@@ -88,14 +72,17 @@ def model_intervals(
     clusters: Clusters,
     settings: BootstrapSettings,
     weights: np.ndarray | None = None,
+    pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """CONFIDENCE_INTERVALS rows of one model: one per row of its metrics table.
 
     The metric set and every point estimate are checked against `metrics` (the scorer's
-    output), and `value` is copied from it, so the two files never disagree.
+    output), and `value` is copied from it, so the two files never disagree. `pairs` are the
+    benchmark's matched-context pairs (default: paired from `samples` here).
     """
     weights = settings.weights(clusters) if weights is None else weights
-    frame = interval_frame(metric_matrices(scores, samples, clusters), weights, settings)
+    matrices = metric_matrices(scores, samples, clusters, pairs)
+    frame = interval_frame(matrices, weights, settings)
     reference = metrics[KEY + ["value"]].rename(columns={"value": "reported"})
     joined = frame.merge(reference, on=KEY, how="outer", indicator=True)
     stray = joined[joined["_merge"] != "both"]

@@ -17,6 +17,8 @@ import pandas as pd
 from dualcog.tasks import IMAGE_TASKS
 
 MODALITY_GROUPS = ("image", "video")
+# The samples columns `build_clusters` reads.
+CLUSTER_COLUMNS = ["sample_id", "task", "scene_id", "landmark_id", "mission_id"]
 
 
 @dataclass(frozen=True)

@@ -156,19 +156,23 @@ def _stratified(frame: pd.DataFrame, difficulty: str) -> pd.DataFrame:
 
 def _task_units(scores: pd.DataFrame, cluster: np.ndarray) -> list[pd.DataFrame]:
     rows = _stratified(scores.assign(cluster=cluster), "difficulty")
+    # Numeric columns converted once for all rows, then taken per task (same values).
+    every = _columns(rows)
+    parse, stratum = rows["parse"].to_numpy(), rows["stratum"].to_numpy()
+    of_cluster = rows["cluster"].to_numpy()
     parts = []
-    for task, of_task in rows.groupby("task", sort=False):
-        columns = _columns(of_task)
+    for task, at in rows.groupby("task", sort=False).indices.items():
+        columns = {name: values[at] for name, values in every.items()}
         for metric in TASK_METRICS.get(task, ()):
             numerator, denominator, size, _ = RATIOS[metric]
             parts.append(
                 pd.DataFrame(
                     {
                         "task": task,
-                        "parse": of_task["parse"].to_numpy(),
-                        "stratum": of_task["stratum"].to_numpy(),
+                        "parse": parse[at],
+                        "stratum": stratum[at],
                         "metric": metric,
-                        "cluster": of_task["cluster"].to_numpy(),
+                        "cluster": of_cluster[at],
                         "num": numerator(columns),
                         "den": denominator(columns),
                         "n": size(columns),
@@ -197,32 +201,38 @@ def _dual_units(scores: pd.DataFrame, pairs: pd.DataFrame, clusters: Clusters) -
         family_pairs = pairs[pairs["family"] == family]
         if family_pairs.empty:
             continue
+        # Strata and clusters depend on the pairs only: once per family, not per parse mode.
+        units = _stratified(family_pairs.reset_index(drop=True), "stratum_of_pair")
+        cluster = clusters.indices(units["agent_sample_id"])
+        stratum = units["stratum"].to_numpy()
         for parse in pd.unique(scores.loc[scores["request_task"] == agent_task, "parse"]):
-            mode = outcomes[outcomes["parse"] == parse].drop(columns="parse")
-            joined = family_pairs.merge(
-                mode.add_prefix("agent_"), on="agent_sample_id", how="left"
-            ).merge(mode.add_prefix("world_"), on="world_sample_id", how="left")
-            joined = _stratified(joined.reset_index(drop=True), "stratum_of_pair")
-            cluster = clusters.indices(joined["agent_sample_id"])
+            mode = outcomes[outcomes["parse"] == parse]
+            position = pd.Index(mode["sample_id"])
+            agent_at = position.get_indexer(units["agent_sample_id"])
+            world_at = position.get_indexer(units["world_sample_id"])
             for metric, flag in zip(DUAL_METRICS, ("semantic_ok", "evidence_ok"), strict=True):
-                both = joined[f"agent_{flag}"].astype("boolean").fillna(False) & joined[
-                    f"world_{flag}"
-                ].astype("boolean").fillna(False)
+                ok = mode[flag].to_numpy(bool)
+                both = _outcome_at(ok, agent_at) & _outcome_at(ok, world_at)
                 parts.append(
                     pd.DataFrame(
                         {
                             "task": family,
                             "parse": parse,
-                            "stratum": joined["stratum"].to_numpy(),
+                            "stratum": stratum,
                             "metric": metric,
                             "cluster": cluster,
-                            "num": both.to_numpy(float),
+                            "num": both.astype(float),
                             "den": 1.0,
                             "n": 1.0,
                         }
                     )
                 )
     return parts
+
+
+def _outcome_at(ok: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`ok` at positions `at`; -1 (a side without an outcome) counts as a failure."""
+    return np.where(at >= 0, ok[np.maximum(at, 0)] if len(ok) else False, False)
 
 
 def _aggregates(keys: pd.DataFrame) -> tuple:
@@ -270,9 +280,10 @@ def metric_matrices(
         empty = np.zeros((len(clusters), 0))
         keys = pd.DataFrame(columns=[*KEY, "n"]).astype({"n": "int64"})
         return MetricMatrices(keys, empty, empty, empty.astype(bool), np.zeros(0), ())
-    code = units.groupby(KEY, sort=True).ngroup().to_numpy()
+    grouped = units.groupby(KEY, sort=True)
+    code = grouped.ngroup().to_numpy()
     sizes = np.bincount(code, weights=units["n"].to_numpy())
-    keys = units.groupby(KEY, sort=True).size().reset_index()[KEY]
+    keys = grouped.size().reset_index()[KEY]
     keys["n"] = np.rint(sizes).astype(np.int64)
     kept = np.flatnonzero(keys["n"].to_numpy() > 0)  # a metric with an empty population has no row
     remap = np.full(len(keys), -1)

@@ -1,0 +1,167 @@
+"""Per-job CPU of the cheap per-model rules at paper scale, before vs after, in one run.
+
+The rules `parse`, `score`, `intervals` (one job per model), the prompt renders and the
+`collect_metrics` / `collect_intervals` jobs pay Python start-up, Snakemake's script preamble
+and imports once per job. This re-runs exactly those jobs (`--forcerun`, mtime triggers only)
+for a baseline revision and for this working tree, each in a fresh working directory filled
+with the inputs of a finished paper-scale run (scripts/make_paper_scale.py, then the
+workflow), reads every job's CPU from its log (`run_step`'s last line: process CPU,
+start-up and imports included), prints both side by side and asserts that every output the
+jobs wrote is byte-identical between the two revisions.
+
+Usage: python benchmarks/job_cost.py FINISHED_RUN_DIR [--baseline main] [--models N]
+       [--cores 2] [--repeats 1] [--keep]
+FINISHED_RUN_DIR holds config/, data and results/ of a complete run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from _timing import machine
+from _workflow import REPO, cpu_by_rule, revision_tree, timed_snakemake
+
+# Inputs of the re-run jobs and everything upstream of them (so that nothing else runs).
+COPIED = ["benchmark", "media/images.parquet", "media/videos.video_url.parquet", "responses",
+          "parsed", "scores", "metrics", "prompts", "stamp.json"]  # fmt: skip
+MODEL_RULES = ["parse", "score", "intervals"]
+COLLECT_RULES = ["collect_metrics", "collect_intervals"]
+RENDER_RULES = ["render_image_prompts", "render_video_prompts"]
+
+
+def workdir_from(run: Path) -> Path:
+    """A fresh working directory: the run's config, its data link, its results (mtimes kept)."""
+    workdir = Path(tempfile.mkdtemp(prefix="dualcog-jobcost-"))
+    shutil.copytree(run / "config", workdir / "config")
+    (workdir / "data").symlink_to((run / "data").resolve())
+    for name in COPIED:
+        source, target = run / "results" / name, workdir / "results" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)  # copy2: modification times kept
+        elif source.exists():
+            shutil.copy2(source, target)
+    return workdir
+
+
+def model_names(run: Path) -> list[str]:
+    config = yaml.safe_load((run / "config" / "config.yaml").read_text())
+    return [m["name"] for m in config["models"]]
+
+
+def outputs(workdir: Path, models: list[str], collect: bool) -> list[str]:
+    paths = [f"results/prompts/{p.name}" for p in sorted((workdir / "results/prompts").iterdir())]
+    for m in models:
+        paths += [f"results/parsed/{m}.parquet", f"results/parsed/{m}.run.json",
+                  f"results/scores/{m}.parquet", f"results/metrics/by_model/{m}.parquet",
+                  f"results/metrics/intervals_by_model/{m}.parquet"]  # fmt: skip
+    if collect:
+        paths += ["results/metrics/metrics.parquet", "results/metrics/intervals.parquet"]
+    return paths
+
+
+def run_jobs(tree: Path, workdir: Path, models: list[str], collect: bool, cores: str):
+    """Force the measured jobs; the renders last, as their outputs are upstream of `parse`."""
+    common = ["--cores", cores, "--rerun-triggers", "mtime", "-q"]
+    targets = [f"results/metrics/intervals_by_model/{m}.parquet" for m in models]
+    targets += [f"results/parsed/{m}.run.json" for m in models]
+    if collect:
+        targets += ["results/metrics/metrics.parquet", "results/metrics/intervals.parquet"]
+    rules = MODEL_RULES + (COLLECT_RULES if collect else [])
+    per_model = timed_snakemake(tree, workdir, *targets, *common, "--forcerun", *rules)
+    prompts = outputs(workdir, [], False)
+    render = timed_snakemake(tree, workdir, *prompts, *common, "--forcerun", *RENDER_RULES)
+    return per_model, render
+
+
+def import_floor(modules: str, runs: int = 5) -> float:
+    """Median CPU seconds of a fresh interpreter that imports `modules` (start-up included)."""
+    code = (
+        "import resource\n"
+        f"import {modules}\n"
+        "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(u.ru_utime + u.ru_stime)"
+    )
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout)
+        for _ in range(runs)
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a finished paper-scale working directory")
+    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument("--models", type=int, help="only the first N models (no collect jobs)")
+    parser.add_argument("--cores", default="2")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs per revision, interleaved; least CPU kept"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the working directories")
+    args = parser.parse_args()
+    names = model_names(args.run)
+    models = names[: args.models] if args.models else names
+    collect = len(models) == len(names)
+    print(f"machine: {machine()}")
+    print(f"{len(models)} models; rules {MODEL_RULES + COLLECT_RULES * collect + ['render']}")
+    trees = {f"before ({args.baseline})": revision_tree(args.baseline), "after (ours)": REPO}
+    by_side: dict[str, dict[str, tuple[int, float]]] = {side: {} for side in trees}
+    workdirs: dict[str, Path] = {}
+    for repeat in range(args.repeats):
+        for side, tree in trees.items():  # interleaved: a busy spell hits both sides alike
+            if side in workdirs:
+                shutil.rmtree(workdirs[side])
+            workdir = workdirs[side] = workdir_from(args.run)
+            per_model, render = run_jobs(tree, workdir, models, collect, args.cores)
+            for rule, (n, cpu) in cpu_by_rule(workdir).items():
+                kept = by_side[side].get(rule)
+                by_side[side][rule] = (n, cpu) if kept is None else (n, min(kept[1], cpu))
+            print(f"{side}, run {repeat + 1}: snakemake (DAG builds included) wall "
+                  f"{per_model.wall_s + render.wall_s:.1f} s, CPU "
+                  f"{per_model.cpu_s + render.cpu_s:.1f} s (children included)")  # fmt: skip
+    before, after = by_side.values()
+    expected = set(MODEL_RULES + ["render"] + (COLLECT_RULES if collect else []))
+    for side, by_rule in by_side.items():
+        assert set(by_rule) == expected, f"{side}: jobs of {sorted(by_rule)} ran"
+    print(f"{'rule':<18} {'jobs':>5} {'before CPU/job':>15} {'after CPU/job':>14} "
+          f"{'before total':>13} {'after total':>12}")  # fmt: skip
+    totals = [0.0, 0.0]
+    for rule in sorted(expected, key=lambda r: -before[r][1]):
+        (n, cpu_before), (m, cpu_after) = before[rule], after[rule]
+        assert n == m, f"{rule}: {n} jobs before, {m} after"
+        totals[0] += cpu_before
+        totals[1] += cpu_after
+        ratio = cpu_before / cpu_after
+        print(f"{rule:<18} {n:5d} {cpu_before / n:13.2f} s {cpu_after / n:12.2f} s "
+              f"{cpu_before:11.1f} s {cpu_after:10.1f} s  ({ratio:.2f}x)")  # fmt: skip
+    print(f"{'all':<18} {'':5} {'':15} {'':14} {totals[0]:11.1f} s {totals[1]:10.1f} s  "
+          f"({totals[0] / totals[1]:.2f}x)")  # fmt: skip
+    preamble = "snakemake.iocontainers"  # what Snakemake's script preamble imports
+    floor = {
+        m: import_floor(m)
+        for m in ("sys", preamble, f"{preamble}, pyarrow.parquet", f"{preamble}, pandas")
+    }
+    print("start-up floor of a job (fresh interpreter, CPU): "
+          + "; ".join(f"import {m}: {cpu:.2f} s" for m, cpu in floor.items()))  # fmt: skip
+    checked = outputs(workdirs[next(iter(workdirs))], models, collect)
+    first, second = workdirs.values()
+    differ = [p for p in checked if (first / p).read_bytes() != (second / p).read_bytes()]
+    assert not differ, f"outputs differ between the revisions: {differ[:5]}"
+    print(f"identical outputs: {len(checked)} files, byte for byte")
+    for workdir in workdirs.values():
+        if not args.keep:
+            shutil.rmtree(workdir)
+        else:
+            print(f"kept {workdir}")
+
+
+if __name__ == "__main__":
+    main()

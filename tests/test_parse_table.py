@@ -1,0 +1,63 @@
+"""`parse_run_table` (Arrow in, Arrow out: the `parse` job) writes the file `parse_run` does."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from parse_corpus import BEHAVIOR_CASES, IMAGE_CASES, VISIBILITY_CASES
+
+from dualcog.parsing import parse_run, parse_run_table
+from dualcog.schemas import PARSED, write_table
+
+OPTIONS = [{"option_id": o, "label": f"label {o}", "level": None} for o in "ABCDEF"]
+EDGE_RAWS = {
+    "landmark_position": [
+        '{"answer_option_id":"A","bbox_xyxy_norm":[NaN,0.2,0.5,0.6]}',  # json reads NaN
+        '{"answer_option_id":"B","bbox_xyxy_norm":[Infinity,0.2,0.5,0.6]}',
+        "",
+        None,  # no response row at all
+    ],
+    "landmark_visibility": ['{"visible_count":99999999999999999999,"visible_intervals_sec":[]}'],
+}
+
+
+def _run():
+    cases = [("landmark_position", c.raw) for c in IMAGE_CASES]
+    cases += [("behavior", c.raw) for c in BEHAVIOR_CASES]
+    cases += [("landmark_visibility", c.raw) for c in VISIBILITY_CASES]
+    cases += [(task, raw) for task, raws in EDGE_RAWS.items() for raw in raws]
+    ids = [f"s{i:04d}" for i in range(len(cases))]
+    samples = pa.table(
+        {
+            "sample_id": ids,
+            "task": [task for task, _ in cases],
+            "options": [OPTIONS] * len(ids),
+        }
+    )
+    answered = [(sid, raw) for sid, (_, raw) in zip(ids, cases, strict=True) if raw is not None]
+    responses = pa.table(
+        {
+            "sample_id": [sid for sid, _ in answered],
+            "raw_text": [raw for _, raw in answered],
+            "status": ["ok"] * (len(answered) - 1) + ["error"],
+        }
+    )
+    return samples, responses
+
+
+def test_arrow_and_pandas_paths_write_the_same_bytes(tmp_path):
+    samples, responses = _run()
+    frame, frame_info = parse_run(samples.to_pandas(), responses.to_pandas())
+    table, table_info = parse_run_table(samples, responses)
+    assert table_info == frame_info
+    assert sum(frame_info["stage_counts"]["compatible"].values()) == samples.num_rows
+    write_table(frame, PARSED, tmp_path / "frame.parquet")
+    write_table(table, PARSED, tmp_path / "table.parquet")
+    assert (tmp_path / "frame.parquet").read_bytes() == (tmp_path / "table.parquet").read_bytes()
+    # The NaN coordinate is a null in both, not a NaN.
+    boxes = pq.read_table(tmp_path / "table.parquet").column("bbox").to_pylist()
+    assert not any(v != v for box in boxes if box for v in box if v is not None)
+
+
+def test_pandas_inputs_give_the_arrow_table_too():
+    samples, responses = _run()
+    table, _ = parse_run_table(samples.to_pandas(), responses.to_pandas())
+    assert table.equals(parse_run_table(samples, responses)[0])
