@@ -1,115 +1,198 @@
-"""Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once."""
+"""Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once.
+
+The work happens on the two tables as they are, sample columns once per sample and parsed
+columns once per parsed row, joined only as integer positions: a scored row is (sample
+position, parsed position or -1). Option ids become integer codes, boxes coordinate
+columns (`geometry.Boxes`); no list column is copied row by row.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.scoring.columns import flags, flatten, parents, single
-from dualcog.scoring.geometry import _as_list_array, box_iou, boxes_to_array
+from dualcog.scoring.columns import at_rows, flags, parents, single, string_codes, take_rows
+from dualcog.scoring.geometry import Boxes, _as_list_array, concat_boxes, pair_iou
 
 IOU_HIT = 0.5
 SELECTED_CANDIDATE_TASK = "future_observation"
 
 
-def _option_outcome(
-    option_ids: pa.Array, gold: pa.Array, valid: np.ndarray
-) -> tuple[np.ndarray, pa.Array]:
-    """Per row: option correct, and the single selected id (null unless exactly one).
+@dataclass(frozen=True)
+class _Options:
+    """Per list row of option ids: length, first item's code, and whether every item is that
+    same non-null id."""
 
-    Correct iff the field is valid and the set of predicted ids is {gold}: for strict and
-    compatible this is "the one id == gold", for legacy "set(letters) == {gold}" (§3.4).
-    """
-    array = _as_list_array(option_ids, pa.string())
+    length: np.ndarray
+    first: np.ndarray
+    uniform: np.ndarray
+
+
+def _options(array: pa.ListArray, item_codes: np.ndarray) -> _Options:
     n = len(array)
-    lengths = np.asarray(array.value_lengths().fill_null(0).to_numpy(), dtype=np.int64)
-    owner = parents(array)
-    flat = flatten(array)
-    same = flags(pc.equal(flat, pc.take(single(gold).cast(pa.string()), pa.array(owner))))
-    any_mismatch = np.bincount(owner[~same], minlength=n) > 0
-    correct = valid & (lengths >= 1) & ~any_mismatch
-    chosen = valid & (lengths == 1)
-    first_item = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    at = pa.array(np.where(chosen, first_item, 0), mask=~chosen)
-    return correct, flat.cast(pa.string()).take(at)
+    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
+    length = np.diff(offsets)
+    if array.null_count:
+        length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0
+    # item_codes are those of pc.list_flatten: the items of non-null lists, in order.
+    start = np.concatenate(([0], np.cumsum(length)[:-1])) if n else np.empty(0, np.int64)
+    has_items = length > 0
+    first = np.full(n, -1, np.int64)
+    first[has_items] = item_codes[start[has_items]]
+    uniform = has_items & (first >= 0)
+    if len(item_codes) > int(has_items.sum()):  # some list holds several items
+        owner = np.repeat(np.arange(n), length)
+        differs = item_codes != first[owner]
+        uniform[owner[differs]] = False
+    return _Options(length, first, uniform)
 
 
-def _selected_candidate_boxes(candidates: pa.Array, selected: pa.Array) -> np.ndarray:
-    """Per row: the box of the first candidate whose option_id is the selected id (else NaN)."""
-    n = len(candidates)
-    out = np.full((n, 4), np.nan)
+def _candidate_refs(
+    candidates: pa.Array, sample_at: np.ndarray, selected: np.ndarray, id_codes: np.ndarray
+) -> np.ndarray:
+    """Per row: the flat index of the first candidate of its sample whose option_id is the
+    selected id (selected -1: none), else -1."""
     owner = parents(candidates)
-    if len(owner) == 0:
-        return out
-    flat = flatten(candidates)
-    wanted = pc.take(selected, pa.array(owner))
-    match = np.flatnonzero(flags(pc.equal(flat.field("option_id"), wanted)))
-    rows, first = np.unique(owner[match], return_index=True)
-    out[rows] = boxes_to_array(flat.field("bbox").take(pa.array(match[first])))
-    return out
+    count = np.bincount(owner, minlength=len(candidates))
+    first = np.concatenate(([0], np.cumsum(count)[:-1]))
+    ref = np.full(len(sample_at), -1, np.int64)
+    active = np.flatnonzero(selected >= 0)
+    k = 0
+    while len(active):
+        rows = sample_at[active]
+        active = active[count[rows] > k]
+        rows = sample_at[active]
+        at = first[rows] + k
+        hit = id_codes[at] == selected[active]
+        ref[active[hit]] = at[hit]
+        active = active[~hit]
+        k += 1
+    return ref
 
 
-def _legacy_gold_sets(rows: pa.Table, correct: np.ndarray, valid: np.ndarray) -> None:
+def _legacy_gold_sets(
+    samples: pa.Table,
+    parsed_ids: pa.Array,
+    sample_at: np.ndarray,
+    parsed_at: np.ndarray,
+    gold_code: np.ndarray,
+    legacy: np.ndarray,
+    correct: np.ndarray,
+    valid: np.ndarray,
+) -> None:
     """Legacy: correct iff the letter set equals the sample's gold id set (§3.4), in place.
 
-    Only rows whose gold set is not just {gold_option_id} need this (multi-id golds); rare.
+    Only samples whose gold set is not just [gold_option_id] need this (multi-id golds; rare),
+    so only their legacy rows are read as Python values.
     """
-    if "gold_option_ids" not in rows.column_names:
+    if "gold_option_ids" not in samples.column_names or not legacy.any():
         return
-    legacy = np.flatnonzero(flags(pc.equal(rows["parse"], "legacy")))
-    if len(legacy) == 0:
+    gold_sets = single(samples["gold_option_ids"])
+    gold_sets = _as_list_array(gold_sets, pa.string())
+    set_codes = string_codes(pc.list_flatten(gold_sets))[0]
+    sets = _options(gold_sets, set_codes)
+    plain = (sets.length == 0) | ((sets.length == 1) & (sets.first == gold_code))
+    rows = np.flatnonzero(legacy & ~plain[sample_at])
+    if len(rows) == 0:
         return
-    at = pa.array(legacy)
-    gold_sets = single(rows["gold_option_ids"]).take(at).to_pylist()
-    golds = single(rows["gold_option_id"]).take(at).to_pylist()
-    letters = single(rows["option_ids"]).take(at).to_pylist()
-    for row, ids, gold, got in zip(legacy, gold_sets, golds, letters, strict=True):
-        if not ids or ids == [gold]:
-            continue
-        correct[row] = bool(valid[row]) and set(got or ()) == set(ids)
+    ids = gold_sets.take(pa.array(sample_at[rows])).to_pylist()
+    found = parsed_at[rows]
+    got = parsed_ids.take(pa.array(found, mask=found < 0)).to_pylist()
+    for row, want, letters in zip(rows, ids, got, strict=True):
+        correct[row] = bool(valid[row]) and set(letters or ()) == set(want)
 
 
-def score_image_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
-    """Score image rows: one per (sample, parse), sample and parsed columns side by side.
+def score_image(
+    samples: pa.Table,
+    parsed: pa.Table,
+    sample_at: np.ndarray,
+    parsed_at: np.ndarray,
+    parse: pa.Array | pa.ChunkedArray,
+    responded: np.ndarray | None = None,
+) -> dict[str, np.ndarray | pa.Array | pa.ChunkedArray]:
+    """Score image rows given as positions: row i is sample `sample_at[i]` in parse mode
+    `parse[i]`, answered by parsed row `parsed_at[i]` (-1: none).
 
-    `rows` needs sample_id, task, parse, difficulty, gold_option_id, gold_bbox, candidates,
-    responded, all_valid, option_ids, option_valid, bbox, bbox_valid.
+    `samples` needs sample_id, task, difficulty, gold_option_id, gold_bbox, candidates (and
+    for legacy gold_option_ids, answer_bbox); `parsed` needs stage (unless `responded` is
+    given), all_valid, option_ids, option_valid, bbox, bbox_valid. A parsed row of stage
+    `missing`, or none, is unanswered: not responded, every field invalid.
     """
-    responded = flags(rows["responded"])
-    option_valid = responded & flags(rows["option_valid"])
-    bbox_valid = responded & flags(rows["bbox_valid"])
-    option_correct, selected = _option_outcome(
-        single(rows["option_ids"]), single(rows["gold_option_id"]), option_valid
+    if responded is None:
+        answered = flags(pc.not_equal(single(parsed["stage"]), "missing"))
+        responded = at_rows(answered, parsed_at, False)
+
+    def parsed_flag(name: str) -> np.ndarray:
+        return responded & at_rows(flags(parsed[name]), parsed_at, False)
+
+    option_valid = parsed_flag("option_valid")
+    bbox_valid = parsed_flag("bbox_valid")
+    is_legacy = flags(pc.equal(parse, "legacy"))
+
+    # Options: correct iff valid and the set of predicted ids is {gold} (strict, compatible:
+    # "the one id == gold"; legacy: "set(letters) == {gold}", §3.4), on integer codes.
+    option_ids = _as_list_array(single(parsed["option_ids"]), pa.string())
+    has_candidates = "candidates" in samples.column_names
+    candidates = single(samples["candidates"]) if has_candidates else None
+    candidate_items = pc.list_flatten(candidates) if has_candidates else None
+    item_code, gold_code, *candidate_code = string_codes(
+        pc.list_flatten(option_ids),
+        samples["gold_option_id"],
+        *([candidate_items.field("option_id")] if has_candidates else []),
     )
-    _legacy_gold_sets(rows, option_correct, option_valid)
-    gold_box = boxes_to_array(single(rows["gold_bbox"]))
-    # Strict/compatible Future Observation: the box is judged in the candidate image the model
-    # selected; legacy keeps the authors' rule (`answer_bbox_xyxy_norm` as released, §3.4).
-    is_future = flags(pc.equal(rows["task"], SELECTED_CANDIDATE_TASK))
-    is_legacy = flags(pc.equal(rows["parse"], "legacy"))
-    if "answer_bbox" in rows.column_names and (is_future & is_legacy).any():
-        released = boxes_to_array(single(rows["answer_bbox"]))
-        take = is_future & is_legacy & ~np.isnan(released).any(axis=1)
-        gold_box[take] = released[take]
-    use_selected = is_future & ~is_legacy
-    if use_selected.any():
-        at = pa.array(np.flatnonzero(use_selected))
-        gold_box[use_selected] = _selected_candidate_boxes(
-            single(rows["candidates"]).take(at), selected.take(at)
-        )
-    pred_box = boxes_to_array(single(rows["bbox"]))
-    pred_box[~bbox_valid] = np.nan
-    iou = box_iou(pred_box, gold_box)
+    options = _options(option_ids, item_code)
+    uniform = at_rows(options.uniform, parsed_at, False)
+    first = at_rows(options.first, parsed_at, -1)
+    option_correct = option_valid & uniform & (first == gold_code[sample_at])
+    chosen = option_valid & (at_rows(options.length, parsed_at, 0) == 1)
+    selected = np.where(chosen, first, -1)  # a null id (-1) selects nothing
+    _legacy_gold_sets(
+        samples, option_ids, sample_at, parsed_at, gold_code, is_legacy, option_correct,
+        option_valid,
+    )  # fmt: skip
+
+    # Gold box per row, as a position into one table of boxes: the sample's gold_bbox; for
+    # Future Observation the box of the candidate the model selected (strict, compatible) or
+    # the released answer box when there is one (legacy keeps the authors' rule, §3.4).
+    n_samples = samples.num_rows
+    gold_parts = [Boxes.of(single(samples["gold_bbox"]))]
+    gold_at = sample_at.copy()
+    is_future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
+    released_rows = is_future & is_legacy
+    if "answer_bbox" in samples.column_names and released_rows.any():
+        released = Boxes.of(single(samples["answer_bbox"]))
+        gold_parts.append(released)
+        rows = np.flatnonzero(released_rows)
+        rows = rows[released.present()[sample_at[rows]]]
+        gold_at[rows] = n_samples + sample_at[rows]
+    use_selected = np.flatnonzero(is_future & ~is_legacy)
+    if len(use_selected):
+        if has_candidates:
+            base = sum(len(part) for part in gold_parts)
+            gold_parts.append(Boxes.of(candidate_items.field("bbox")))
+            ref = _candidate_refs(
+                candidates, sample_at[use_selected], selected[use_selected], candidate_code[0]
+            )
+            gold_at[use_selected] = np.where(ref >= 0, base + ref, -1)
+        else:
+            gold_at[use_selected] = -1
+    gold = concat_boxes(gold_parts)
+
+    pred_at = np.where(bbox_valid, parsed_at, -1)
+    iou = pair_iou(Boxes.of(single(parsed["bbox"])), pred_at, gold, gold_at)
     hit = iou >= IOU_HIT
+    task = take_rows(samples["task"], sample_at)
     return {
-        "sample_id": rows["sample_id"],
-        "task": rows["task"],
-        "request_task": rows["task"],
-        "parse": rows["parse"],
-        "difficulty": rows["difficulty"],
+        "sample_id": take_rows(samples["sample_id"], sample_at),
+        "task": task,
+        "request_task": task,
+        "parse": parse,
+        "difficulty": take_rows(samples["difficulty"], sample_at),
         "responded": responded,
-        "valid": responded & flags(rows["all_valid"]),
+        "valid": parsed_flag("all_valid"),
         "option_correct": option_correct,
         "iou": iou,
         "bbox_hit": hit,
@@ -117,3 +200,13 @@ def score_image_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
         "semantic_ok": option_correct,
         "evidence_ok": hit,
     }
+
+
+def score_image_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array | pa.ChunkedArray]:
+    """Score image rows: one per (sample, parse), sample and parsed columns side by side.
+
+    `rows` needs sample_id, task, parse, difficulty, gold_option_id, gold_bbox, candidates,
+    responded, all_valid, option_ids, option_valid, bbox, bbox_valid.
+    """
+    at = np.arange(rows.num_rows)
+    return score_image(rows, rows, at, at, rows["parse"], flags(rows["responded"]))
