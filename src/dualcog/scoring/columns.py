@@ -28,6 +28,17 @@ def parents(array: pa.Array) -> np.ndarray:
     return np.asarray(pc.list_parent_indices(array).to_numpy(), dtype=np.int64)
 
 
+def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a list column: where its items start in `flatten(array)`, and how many."""
+    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
+    length = np.diff(offsets)
+    if array.null_count == 0:
+        return offsets[:-1] - offsets[0], length
+    length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0  # flatten skips
+    start = np.cumsum(length) - length
+    return start, length
+
+
 def flatten(array: pa.Array) -> pa.Array:
     return single(pc.list_flatten(array))
 

@@ -95,21 +95,6 @@ class Boxes:
         return out
 
 
-def concat_boxes(parts: Sequence[Boxes]) -> Boxes:
-    """The rows of several `Boxes` one after another (positions shift by the lengths before)."""
-    if len(parts) == 1:
-        return parts[0]
-    cat = np.concatenate
-    return Boxes(
-        cat([p.x1 for p in parts]),
-        cat([p.y1 for p in parts]),
-        cat([p.x2 for p in parts]),
-        cat([p.y2 for p in parts]),
-        cat([p.four for p in parts]),
-        cat([p.usable[:-1] for p in parts] + [np.zeros(1, bool)]),
-    )
-
-
 def boxes_to_array(values: Sequence) -> np.ndarray:
     """Rows of [x1, y1, x2, y2] as a float (N, 4) array; absent or not-4-long rows give NaN."""
     return Boxes.of(values).array()

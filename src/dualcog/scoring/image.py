@@ -14,8 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.scoring.columns import at_rows, flags, parents, single, string_codes, take_rows
-from dualcog.scoring.geometry import Boxes, _as_list_array, concat_boxes, pair_iou
+from dualcog.scoring.columns import (
+    at_rows,
+    flags,
+    list_layout,
+    single,
+    string_codes,
+    take_rows,
+)
+from dualcog.scoring.geometry import Boxes, _as_list_array, pair_iou
 
 IOU_HIT = 0.5
 SELECTED_CANDIDATE_TASK = "future_observation"
@@ -32,21 +39,19 @@ class _Options:
 
 
 def _options(array: pa.ListArray, item_codes: np.ndarray) -> _Options:
-    n = len(array)
-    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
-    length = np.diff(offsets)
-    if array.null_count:
-        length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0
-    # item_codes are those of pc.list_flatten: the items of non-null lists, in order.
-    start = np.concatenate(([0], np.cumsum(length)[:-1])) if n else np.empty(0, np.int64)
+    """`item_codes`: codes of `pc.list_flatten(array)`, the items of the non-null lists."""
+    start, length = list_layout(array)
     has_items = length > 0
-    first = np.full(n, -1, np.int64)
+    first = np.full(len(array), -1, np.int64)
     first[has_items] = item_codes[start[has_items]]
     uniform = has_items & (first >= 0)
-    if len(item_codes) > int(has_items.sum()):  # some list holds several items
-        owner = np.repeat(np.arange(n), length)
-        differs = item_codes != first[owner]
-        uniform[owner[differs]] = False
+    rows = np.flatnonzero(length > 1)  # lists of several items: compare the others
+    k = 1
+    while len(rows):
+        differs = item_codes[start[rows] + k] != first[rows]
+        uniform[rows[differs]] = False
+        k += 1
+        rows = rows[length[rows] > k]
     return _Options(length, first, uniform)
 
 
@@ -55,20 +60,19 @@ def _candidate_refs(
 ) -> np.ndarray:
     """Per row: the flat index of the first candidate of its sample whose option_id is the
     selected id (selected -1: none), else -1."""
-    owner = parents(candidates)
-    count = np.bincount(owner, minlength=len(candidates))
-    first = np.concatenate(([0], np.cumsum(count)[:-1]))
+    first, count = list_layout(candidates)
     ref = np.full(len(sample_at), -1, np.int64)
     active = np.flatnonzero(selected >= 0)
+    start, count, wanted = first[sample_at[active]], count[sample_at[active]], selected[active]
     k = 0
     while len(active):
-        rows = sample_at[active]
-        active = active[count[rows] > k]
-        rows = sample_at[active]
-        at = first[rows] + k
-        hit = id_codes[at] == selected[active]
+        left = count > k
+        active, start, count, wanted = active[left], start[left], count[left], wanted[left]
+        at = start + k
+        hit = id_codes[at] == wanted
         ref[active[hit]] = at[hit]
-        active = active[~hit]
+        miss = ~hit
+        active, start, count, wanted = active[miss], start[miss], count[miss], wanted[miss]
         k += 1
     return ref
 
@@ -154,35 +158,34 @@ def score_image(
         option_valid,
     )  # fmt: skip
 
-    # Gold box per row, as a position into one table of boxes: the sample's gold_bbox; for
-    # Future Observation the box of the candidate the model selected (strict, compatible) or
-    # the released answer box when there is one (legacy keeps the authors' rule, §3.4).
-    n_samples = samples.num_rows
-    gold_parts = [Boxes.of(single(samples["gold_bbox"]))]
-    gold_at = sample_at.copy()
-    is_future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
-    released_rows = is_future & is_legacy
-    if "answer_bbox" in samples.column_names and released_rows.any():
-        released = Boxes.of(single(samples["answer_bbox"]))
-        gold_parts.append(released)
-        rows = np.flatnonzero(released_rows)
-        rows = rows[released.present()[sample_at[rows]]]
-        gold_at[rows] = n_samples + sample_at[rows]
-    use_selected = np.flatnonzero(is_future & ~is_legacy)
-    if len(use_selected):
-        if has_candidates:
-            base = sum(len(part) for part in gold_parts)
-            gold_parts.append(Boxes.of(candidate_items.field("bbox")))
-            ref = _candidate_refs(
-                candidates, sample_at[use_selected], selected[use_selected], candidate_code[0]
-            )
-            gold_at[use_selected] = np.where(ref >= 0, base + ref, -1)
-        else:
-            gold_at[use_selected] = -1
-    gold = concat_boxes(gold_parts)
-
+    # Gold box per row: the sample's gold_bbox; for Future Observation the box of the
+    # candidate the model selected (strict, compatible) or the released answer box when
+    # there is one (legacy keeps the authors' rule, §3.4). IoU is computed per box source.
+    pred = Boxes.of(single(parsed["bbox"]))
     pred_at = np.where(bbox_valid, parsed_at, -1)
-    iou = pair_iou(Boxes.of(single(parsed["bbox"])), pred_at, gold, gold_at)
+    is_future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
+    gold_at = sample_at.copy()
+    released_rows = np.flatnonzero(is_future & is_legacy)
+    if "answer_bbox" in samples.column_names and len(released_rows):
+        released = Boxes.of(single(samples["answer_bbox"]))
+        released_rows = released_rows[released.present()[sample_at[released_rows]]]
+    else:
+        released_rows = released_rows[:0]
+    use_selected = np.flatnonzero(is_future & ~is_legacy)
+    gold_at[released_rows] = -1
+    gold_at[use_selected] = -1
+    iou = pair_iou(pred, pred_at, Boxes.of(single(samples["gold_bbox"])), gold_at)
+    if len(released_rows):
+        iou[released_rows] = pair_iou(
+            pred, pred_at[released_rows], released, sample_at[released_rows]
+        )
+    if len(use_selected) and has_candidates:
+        ref = _candidate_refs(
+            candidates, sample_at[use_selected], selected[use_selected], candidate_code[0]
+        )
+        iou[use_selected] = pair_iou(
+            pred, pred_at[use_selected], Boxes.of(candidate_items.field("bbox")), ref
+        )
     hit = iou >= IOU_HIT
     task = take_rows(samples["task"], sample_at)
     return {
