@@ -75,6 +75,57 @@ def candidate_pairs(
     return gi[keep], pi[keep], value[keep]
 
 
+def _rounds(
+    gi: np.ndarray, pi: np.ndarray, value: np.ndarray, n_gold: int, n_pred: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy by rounds of locally dominant pairs: (taken pair indices, rank of each pair
+    in the global order tIoU descending, gold index, pred index)."""
+    order = np.lexsort((pi, gi, -value))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    sentinel = np.iinfo(np.int64).max
+    best_gold = np.full(n_gold, sentinel)
+    best_pred = np.full(n_pred, sentinel)
+    gold_used = np.zeros(n_gold, bool)
+    pred_used = np.zeros(n_pred, bool)
+    live = np.arange(len(value))
+    taken = []
+    while len(live):
+        g, p, r = gi[live], pi[live], rank[live]
+        best_gold[g] = sentinel
+        best_pred[p] = sentinel
+        np.minimum.at(best_gold, g, r)
+        np.minimum.at(best_pred, p, r)
+        chosen = live[(best_gold[g] == r) & (best_pred[p] == r)]  # never empty: the best one
+        taken.append(chosen)
+        gold_used[gi[chosen]] = True
+        pred_used[pi[chosen]] = True
+        live = live[~(gold_used[g] | pred_used[p])]
+    return np.concatenate(taken) if taken else np.empty(0, np.int64), rank
+
+
+def taken_mask(
+    gi: np.ndarray, pi: np.ndarray, value: np.ndarray, n_gold: int, n_pred: int
+) -> np.ndarray:
+    """Which pairs the sequential greedy takes (as `greedy_pairs`, without their order).
+
+    A pair that is the only pair of its gold and of its predicted interval is always taken
+    (nothing competes for either side): most pairs are such, and only the others go through
+    the rounds.
+    """
+    taken = np.zeros(len(value), bool)
+    if len(value) == 0:
+        return taken
+    alone = np.bincount(gi, minlength=n_gold)[gi] == 1
+    alone &= np.bincount(pi, minlength=n_pred)[pi] == 1
+    taken[alone] = True
+    rest = np.flatnonzero(~alone)
+    if len(rest):
+        chosen, _ = _rounds(gi[rest], pi[rest], value[rest], n_gold, n_pred)
+        taken[rest[chosen]] = True
+    return taken
+
+
 def greedy_pairs(
     gi: np.ndarray, pi: np.ndarray, value: np.ndarray, n_gold: int, n_pred: int
 ) -> np.ndarray:
@@ -83,38 +134,35 @@ def greedy_pairs(
     Pairs must come from disjoint groups (a gold and a predicted interval belong to one
     group), so one global order (tIoU descending, gold index, pred index) ranks every group.
     """
-    if len(value) == 0:
-        return np.empty(0, np.int64)
-    order = np.lexsort((pi, gi, -value))
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    alive = np.ones(len(order), bool)
-    gold_used = np.zeros(n_gold, bool)
-    pred_used = np.zeros(n_pred, bool)
-    taken = []
-    sentinel = np.iinfo(np.int64).max
-    while alive.any():
-        live = np.flatnonzero(alive)
-        best_gold = np.full(n_gold, sentinel)
-        best_pred = np.full(n_pred, sentinel)
-        np.minimum.at(best_gold, gi[live], rank[live])
-        np.minimum.at(best_pred, pi[live], rank[live])
-        chosen = live[(best_gold[gi[live]] == rank[live]) & (best_pred[pi[live]] == rank[live])]
-        taken.append(chosen)
-        gold_used[gi[chosen]] = True
-        pred_used[pi[chosen]] = True
-        alive[live] = ~(gold_used[gi[live]] | pred_used[pi[live]])
-    chosen = np.concatenate(taken)
-    return chosen[np.argsort(rank[chosen])]
+    chosen = np.flatnonzero(taken_mask(gi, pi, value, n_gold, n_pred))
+    return chosen[np.lexsort((pi[chosen], gi[chosen], -value[chosen]))]
 
 
-def sequential_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+def _weighted_counts(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    if len(group) == 0:  # np.bincount of nothing is an integer array
+        return np.zeros(n_groups)
+    return np.bincount(group, weights=values, minlength=n_groups)
+
+
+def sequential_sums(
+    values: np.ndarray, group: np.ndarray, n_groups: int, descending: bool = False
+) -> np.ndarray:
     """Per group, the left-to-right float sum of its values in the order given (as Python's
-    `sum` over a list), so that results match the plain implementation bit for bit."""
-    out = np.zeros(n_groups)
-    if len(values) == 0:
-        return out
-    order = np.argsort(group, kind="stable")
+    `sum` over a list, from 0), so that results match the plain implementation bit for bit;
+    with `descending`, in the order largest to smallest instead.
+
+    Zeros change no such sum and are dropped; a group of one or two values is summed in any
+    order (a + b == b + a exactly), so only groups of three or more are summed in order.
+    """
+    keep = values != 0
+    values, group = values[keep], group[keep]
+    counts = np.bincount(group, minlength=n_groups)
+    many = counts[group] > 2
+    if not many.any():
+        return _weighted_counts(group, values, n_groups)
+    out = _weighted_counts(group[~many], values[~many], n_groups)
+    group, values = group[many], values[many]
+    order = np.lexsort((-values, group)) if descending else np.argsort(group, kind="stable")
     group, values = group[order], values[order]
     counts, start = _offsets(group, n_groups)
     by_count = np.argsort(-counts, kind="stable")
@@ -131,8 +179,9 @@ def match_groups(gold: GroupedIntervals, pred: GroupedIntervals, n_groups: int) 
     gi, pi, value = candidate_pairs(gold, pred, n_groups)
     n_gold, n_pred = len(gold.group), len(pred.group)
     strong = value >= F1_THRESHOLD
-    hits = greedy_pairs(gi[strong], pi[strong], value[strong], n_gold, n_pred)
-    tp = np.bincount(gold.group[gi[strong][hits]], minlength=n_groups).astype(np.int64)
-    taken = greedy_pairs(gi, pi, value, n_gold, n_pred)
-    tiou_sum = sequential_sums(value[taken], gold.group[gi[taken]], n_groups)
+    gs, ps, vs = gi[strong], pi[strong], value[strong]
+    hits = taken_mask(gs, ps, vs, n_gold, n_pred)
+    tp = np.bincount(gold.group[gs[hits]], minlength=n_groups).astype(np.int64)
+    taken = taken_mask(gi, pi, value, n_gold, n_pred)
+    tiou_sum = sequential_sums(value[taken], gold.group[gi[taken]], n_groups, descending=True)
     return MatchResult(tp=tp, tiou_sum=tiou_sum)
