@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 from score_fixtures import parsed_frame, samples_frame
 
 from dualcog.scoring import score_samples
-from dualcog.scoring.interval_batch import GroupedIntervals, greedy_pairs, match_groups
+from dualcog.scoring.interval_batch import (
+    GroupedIntervals,
+    greedy_pairs,
+    match_groups,
+    sequential_sums,
+)
 from dualcog.scoring.intervals import F1_THRESHOLD, greedy_match, match_classes
 from dualcog.scoring.video import (
     EVIDENCE_F1,
@@ -267,3 +272,22 @@ def test_batch_greedy_takes_the_sequential_pairs_and_tie_breaks(pairs) -> None:
     value = np.asarray([t[2] for t in pairs], float)
     taken = greedy_pairs(gi, pi, value, 4, 4)
     assert [(int(gi[k]), int(pi[k])) for k in taken] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.1, 0.2, 0.3, 1 / 3, 0.7, 1e-17])),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_sequential_sums_are_pythons_sums(items, descending) -> None:
+    """Per group, Python's sum in the given order (or largest first), bit for bit."""
+    group = np.asarray([g for g, _ in items], np.int64)
+    values = np.asarray([v for _, v in items], float)
+    expected = []
+    for g in range(6):
+        mine = [v for h, v in items if h == g]
+        expected.append(sum(sorted(mine, reverse=True) if descending else mine))
+    assert sequential_sums(values, group, 6, descending=descending).tolist() == expected

@@ -49,29 +49,30 @@ def _offsets(group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
 def candidate_pairs(
     gold: GroupedIntervals, pred: GroupedIntervals, n_groups: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(gold index, pred index, tIoU) of every same-group pair with tIoU > 0."""
-    g_count, g_start = _offsets(gold.group, n_groups)
+    """(gold index, pred index, tIoU) of every same-group pair with tIoU > 0, by group, then
+    gold index, then pred index."""
     p_count, p_start = _offsets(pred.group, n_groups)
-    per_group = g_count * p_count
-    total = int(per_group.sum())
+    width = p_count[gold.group]  # pairs of each gold interval
+    total = int(width.sum())
     if total == 0:
         empty = np.empty(0, np.int64)
         return empty, empty, np.empty(0)
-    owner = np.repeat(np.arange(n_groups), per_group)
-    first = np.concatenate(([0], np.cumsum(per_group)[:-1]))
-    k = np.arange(total) - first[owner]
-    width = p_count[owner]
-    gi = g_start[owner] + k // width
-    pi = p_start[owner] + k % width
-    gs, ge = gold.start[gi], gold.end[gi]
+    gi = np.repeat(np.arange(len(width)), width)
+    first = np.cumsum(width) - width
+    pi = np.arange(total) - np.repeat(first - p_start[gold.group], width)
+    gs, ge = np.repeat(gold.start, width), np.repeat(gold.end, width)
     ps, pe = pred.start[pi], pred.end[pi]
     # The same float operations as intervals.tiou_matrix, so values are bit-identical.
     with np.errstate(invalid="ignore"):
-        inter = np.clip(np.minimum(ge, pe) - np.maximum(gs, ps), 0, None)
-        union = (ge - gs) + (pe - ps) - inter
+        inter = np.minimum(ge, pe)
+        inter -= np.maximum(gs, ps)
+        np.clip(inter, 0, None, out=inter)
+        union = ge - gs
+        union += pe - ps
+        union -= inter
         value = np.zeros(total)
         np.divide(inter, union, out=value, where=union > 0)
-    keep = value > 0
+    keep = np.flatnonzero(value > 0)
     return gi[keep], pi[keep], value[keep]
 
 
@@ -162,14 +163,20 @@ def sequential_sums(
         return _weighted_counts(group, values, n_groups)
     out = _weighted_counts(group[~many], values[~many], n_groups)
     group, values = group[many], values[many]
-    order = np.lexsort((-values, group)) if descending else np.argsort(group, kind="stable")
-    group, values = group[order], values[order]
-    counts, start = _offsets(group, n_groups)
-    by_count = np.argsort(-counts, kind="stable")
-    descending = -counts[by_count]  # ascending, for searchsorted
-    for k in range(int(counts.max())):
-        rows = by_count[: np.searchsorted(descending, -k, side="left")]  # count > k
-        out[rows] = out[rows] + values[start[rows] + k]
+    if not (np.diff(group) >= 0).all():
+        order = np.argsort(group, kind="stable")
+        group, values = group[order], values[order]
+    first = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    counts = np.diff(np.append(first, len(group)))
+    for size in np.unique(counts).tolist():  # groups of one size as the rows of a matrix
+        rows = first[counts == size]
+        block = values[rows[:, None] + np.arange(size)]
+        if descending:
+            block = np.sort(block, axis=1)[:, ::-1]  # equal values are interchangeable
+        total = block[:, 0].copy()
+        for k in range(1, size):
+            total += block[:, k]
+        out[group[rows]] = total
     return out
 
 
