@@ -48,12 +48,16 @@ def interval_pairs(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     Well formed: exactly two numbers; a null or other-length item gives NaN start and end.
     """
-    owner = parents(intervals)
+    _, count = list_layout(intervals)
+    owner = np.repeat(np.arange(len(intervals)), count)
     inner = flatten(intervals)
-    lengths = np.asarray(pc.list_value_length(inner).fill_null(0).to_numpy(), dtype=np.int64)
+    first, lengths = list_layout(inner)
     values = floats(flatten(inner))
-    first = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     pair = lengths == 2
+    if pair.all():
+        if np.array_equal(first, np.arange(0, 2 * len(first), 2)):
+            return owner, values[0::2], values[1::2], pair
+        return owner, values[first], values[first + 1], pair
     start = np.full(len(inner), np.nan)
     end = np.full(len(inner), np.nan)
     start[pair] = values[first[pair]]

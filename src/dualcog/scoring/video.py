@@ -131,9 +131,9 @@ def _limits(duration: pa.Array) -> np.ndarray:
 
 def _predicted(
     intervals: pa.Array, item_group: np.ndarray, item_row: np.ndarray, limit: np.ndarray
-) -> tuple[GroupedIntervals, np.ndarray]:
+) -> tuple[GroupedIntervals, np.ndarray, np.ndarray]:
     """Valid predicted intervals clipped to [0, D] (as `clip_predicted`), grouped by their
-    item's group, and the item index of every invalid interval."""
+    item's group, the item index of every invalid interval, and of every interval."""
     item, start, end, pair = interval_pairs(intervals)
     bound = limit[item_row[item]]
     with np.errstate(invalid="ignore"):
@@ -148,7 +148,7 @@ def _predicted(
     clipped_end = np.minimum(end[valid], bound[valid])
     clipped_start = np.minimum(start[valid], bound[valid])
     kept = GroupedIntervals(item_group[item[valid]], clipped_start, clipped_end)
-    return kept, item[~valid]
+    return kept, item[~valid], item
 
 
 def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
@@ -275,14 +275,13 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     found = _lookup(answer_level_group * size + answer_code, unique_keys)
     answer_class = np.full(len(found), -1, np.int64)
     answer_class[found >= 0] = class_of_unique[found[found >= 0]]
-    pred_all, invalid_items = _predicted(
+    pred_all, invalid_items, p_item = _predicted(
         answer_flat.field("intervals"), answer_class, answer_row, limit
     )
     in_gold_class = pred_all.group >= 0
     pred = GroupedIntervals(
         pred_all.group[in_gold_class], pred_all.start[in_gold_class], pred_all.end[in_gold_class]
     )
-    p_item, _, _, _ = interval_pairs(answer_flat.field("intervals"))
     n_pred_items = np.bincount(answer_level_group[p_item], minlength=n_groups)
     n_invalid = np.bincount(answer_level_group[invalid_items], minlength=n_groups)
     counts = _interval_counts(
@@ -307,8 +306,10 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     composite_set = np.where(is_composite_row & mission_value, set_exact, False)
     return {
         **_row_columns(rows, 2),
-        "task": np.tile([TASK_OF_LEVEL["composite"], TASK_OF_LEVEL["atomic"]], n).astype(object),
-        "request_task": np.full(2 * n, "behavior", dtype=object),
+        "task": pa.array([TASK_OF_LEVEL[level] for level in LEVELS]).take(
+            pa.array(np.tile(np.arange(2), n))
+        ),
+        "request_task": pa.repeat("behavior", 2 * n),
         "composite_mission": pa.array(mission_value, mask=~mission_known),
         "set_exact": set_exact,
         "composite_set_correct": pa.array(composite_set, mask=~(is_composite_row & mission_value)),
@@ -347,7 +348,7 @@ def score_visibility_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     g_row, g_start, g_end, _ = interval_pairs(rows["gold_visible_intervals"].combine_chunks())
     gold = GroupedIntervals(g_row, g_start, g_end)
     predicted = rows["visible_intervals"].combine_chunks()
-    pred, invalid_rows = _predicted(predicted, rows_index, rows_index, limit)
+    pred, invalid_rows, _ = _predicted(predicted, rows_index, rows_index, limit)
     keep = intervals_ok[pred.group]
     pred = GroupedIntervals(pred.group[keep], pred.start[keep], pred.end[keep])
     invalid_rows = invalid_rows[intervals_ok[invalid_rows]]
@@ -365,8 +366,8 @@ def score_visibility_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
         count_correct = count_ok & np.isfinite(gold_count) & (count == gold_count)
     return {
         **_row_columns(rows, 1),
-        "task": np.full(n, "landmark_visibility", dtype=object),
-        "request_task": np.full(n, "landmark_visibility", dtype=object),
+        "task": pa.repeat("landmark_visibility", n),
+        "request_task": pa.repeat("landmark_visibility", n),
         "count_correct": count_correct,
         **counts,
         "semantic_ok": count_correct,
