@@ -229,12 +229,13 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     )
     option_row, gold_row, answer_row = (list_parents(a) for a in (options, gold_items, answers))
     option_flat, gold_flat, answer_flat = (flatten(a) for a in (options, gold_items, answers))
-    keep = valid[answer_row]  # only valid answers predict anything
-    answer_row = answer_row[keep]
-    answer_flat = answer_flat.filter(pa.array(keep))
     option_code, gold_code, answer_code = codes(
         option_flat.field("option_id"), gold_flat.field("option_id"), answer_flat.field("option_id")
     )
+    answer_item_row = answer_row
+    keep = valid[answer_item_row]  # only valid answers predict anything
+    kept = np.flatnonzero(keep)
+    answer_row, answer_code = answer_item_row[kept], answer_code[kept]
     size = dictionary_size(option_code, gold_code, answer_code)
 
     # Level of each option id per row: the option's own (the last one listed), else the first
@@ -273,11 +274,15 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     gold = GroupedIntervals(gold_item_class[g_item], g_start, g_end)
     answer_level_group = 2 * answer_row + answer_level
     found = _lookup(answer_level_group * size + answer_code, unique_keys)
-    answer_class = np.full(len(found), -1, np.int64)
-    answer_class[found >= 0] = class_of_unique[found[found >= 0]]
+    answer_class = np.full(len(keep), -1, np.int64)  # per answer item; -1: none or not kept
+    answer_class[kept[found >= 0]] = class_of_unique[found[found >= 0]]
+    answer_at = np.full(len(keep), -1, np.int64)  # position among the kept items
+    answer_at[kept] = np.arange(len(kept))
     pred_all, invalid_items, p_item = _predicted(
-        answer_flat.field("intervals"), answer_class, answer_row, limit
+        answer_flat.field("intervals"), answer_class, answer_item_row, limit
     )
+    invalid_items = answer_at[invalid_items[keep[invalid_items]]]
+    p_item = answer_at[p_item[keep[p_item]]]
     in_gold_class = pred_all.group >= 0
     pred = GroupedIntervals(
         pred_all.group[in_gold_class], pred_all.start[in_gold_class], pred_all.end[in_gold_class]
