@@ -112,3 +112,22 @@ def test_parsed_rows_of_other_samples_are_ignored_and_duplicates_rejected():
     dup = image_parsed("s", option_ids=["A"], bbox=None)
     with pytest.raises(ValueError, match="several rows"):
         score_samples(samples, parsed_frame([dup, dup]))
+
+
+@pytest.mark.parametrize("n_candidates", [3, 20])  # a few per sample, and many
+def test_future_observation_box_of_the_first_candidate_with_the_selected_id(n_candidates):
+    ids = [f"id{k}" for k in range(n_candidates - 1)] + ["id1"]  # id1 listed twice
+    sample = image_sample("s", task=FO, gold_option="id1")
+    sample["candidates"] = [
+        {"option_id": o, "bbox": [0.0, 0.0, 0.1 + 0.01 * k, 0.5], "view": "front"}
+        for k, o in enumerate(ids)
+    ]
+    other = image_sample("t", task=FO, gold_option="A", candidates=CANDIDATES)
+    parsed = [
+        image_parsed("s", task=FO, option_ids=["id1"], bbox=[0.0, 0.0, 0.11, 0.5]),
+        image_parsed("t", task=FO, option_ids=["C"], bbox=[0.5, 0.5, 0.9, 0.9]),
+    ]
+    scores = score_samples(samples_frame([sample, other]), parsed_frame(parsed))
+    strict = scores[scores["parse"] == "strict"].set_index("sample_id")
+    assert strict.loc["s", "iou"] == 1.0  # the first id1 (k = 1), not the last one
+    assert strict.loc["t", "iou"] == 1.0 and not strict.loc["t", "option_correct"]

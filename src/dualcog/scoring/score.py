@@ -233,8 +233,13 @@ def score_tables(
             continue
         scorer, rows_per_row = _SCORERS[kind]
         if kind == "image":
+            every = len(at) == len(index.sample)  # no copies of the positions then
             columns = score_image(
-                samples, parsed, index.sample[at], index.parsed[at], index.parse(at)
+                samples,
+                parsed,
+                index.sample if every else index.sample[at],
+                index.parsed if every else index.parsed[at],
+                index.parse(at),
             )
         else:
             columns = scorer(scorer_rows(samples, parsed, index, at, kind))
