@@ -15,9 +15,10 @@ import pyarrow.compute as pc
 
 from dualcog.schemas import PARSED, SAMPLES, to_table
 from dualcog.scoring.columns import flags, single
-from dualcog.scoring.image import score_image, score_image_rows
+from dualcog.scoring.image import score_image
+from dualcog.scoring.row_source import RowSource
 from dualcog.scoring.schema import SCORES, conform_scores, empty_scores
-from dualcog.scoring.video import score_behavior_rows, score_visibility_rows
+from dualcog.scoring.video import score_behavior, score_visibility
 from dualcog.tasks import IMAGE_TASKS, PARSE_MODES, REQUEST_BY_TASK
 
 VIDEO_PARSE_MODES = ("strict", "compatible")  # legacy exists for image tasks only (§3.4)
@@ -43,9 +44,9 @@ _COLUMNS = {
 _FLAGS = ("all_valid", "option_valid", "bbox_valid", "answers_valid", "count_valid",
           "intervals_valid")  # fmt: skip
 _SCORERS = {
-    "image": (score_image_rows, 1),
-    "behavior": (score_behavior_rows, 2),
-    "landmark_visibility": (score_visibility_rows, 1),
+    "image": (score_image, 1),
+    "behavior": (score_behavior, 2),
+    "landmark_visibility": (score_visibility, 1),
 }
 
 
@@ -232,17 +233,14 @@ def score_tables(
         if not len(at):
             continue
         scorer, rows_per_row = _SCORERS[kind]
+        every = len(at) == len(index.sample)  # no copies of the positions then
+        sample_at = index.sample if every else index.sample[at]
+        parsed_at = index.parsed if every else index.parsed[at]
         if kind == "image":
-            every = len(at) == len(index.sample)  # no copies of the positions then
-            columns = score_image(
-                samples,
-                parsed,
-                index.sample if every else index.sample[at],
-                index.parsed if every else index.parsed[at],
-                index.parse(at),
-            )
+            columns = score_image(samples, parsed, sample_at, parsed_at, index.parse(at))
         else:
-            columns = scorer(scorer_rows(samples, parsed, index, at, kind))
+            source = RowSource.of(samples, parsed, sample_at, parsed_at, index.parse(at))
+            columns = scorer(source)
         parts.append(_scored(columns, rows_per_row * len(at)))
     if not parts:
         return SCORES.empty_table()
