@@ -1,9 +1,9 @@
 """Vectorized box handling: list columns to box arrays, and IoU of many box pairs at once.
 
-`Boxes` reads a list<double> column without building an (N, 4) copy where it can: when every
-row is a valid 4-list the coordinates are strided views of Arrow's value buffer. `pair_iou`
-then computes IoU only for the row pairs whose two boxes are usable, with the same float
-operations as `box_iou`, so the values are identical bit for bit.
+`Boxes` reads a list<double> column in place (Arrow's value buffer and each row's offset),
+never as an (N, 4) copy. `pair_iou` computes IoU only for the row pairs whose two boxes are
+usable, block by block, with the same float operations as `box_iou`, so the values are
+identical bit for bit.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+_BLOCK = 1 << 16  # rows per block: temporaries stay in cache and memory is reused
 
 
 def _as_list_array(values: Sequence, value_type: pa.DataType) -> pa.ListArray:
@@ -32,16 +34,15 @@ def _as_list_array(values: Sequence, value_type: pa.DataType) -> pa.ListArray:
 
 @dataclass(frozen=True)
 class Boxes:
-    """The rows of a box column as coordinate columns (read only where `four` holds).
+    """The rows of a box column, read in place: row i's coordinates are
+    `flat[start[i]:start[i] + 4]` (meaningful only where `four` holds).
 
     `usable` has one more entry than there are rows, False, so that position -1 (no box)
     needs no special case.
     """
 
-    x1: np.ndarray
-    y1: np.ndarray
-    x2: np.ndarray
-    y2: np.ndarray
+    flat: np.ndarray  # Arrow's value buffer as float64 (null items NaN)
+    start: np.ndarray  # first value of each row, kept in bounds
     four: np.ndarray  # the row is a list of exactly four items
     usable: np.ndarray  # four finite numbers with x2 > x1 and y2 > y1; then a False
 
@@ -52,30 +53,26 @@ class Boxes:
         offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
         flat = array.values.to_numpy(zero_copy_only=False)  # null items -> NaN
         flat = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-        start = offsets[:-1]
         lengths = np.diff(offsets)
-        if array.null_count == 0 and bool((lengths == 4).all()):
-            four = np.ones(n, bool)
-            coords = flat[offsets[0] : offsets[0] + 4 * n].reshape(n, 4)  # a view
-            x1, y1, x2, y2 = coords[:, 0], coords[:, 1], coords[:, 2], coords[:, 3]
-        else:
-            four = lengths == 4
-            if array.null_count:
-                four &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-            # Rows that are not 4-lists read whatever lies there (never used); keep in bounds.
-            at = np.minimum(start, max(len(flat) - 4, 0))
-            if len(flat) < 4:
-                flat = np.full(4, np.nan)
-            x1, y1, x2, y2 = flat[at], flat[at + 1], flat[at + 2], flat[at + 3]
+        four = lengths == 4
+        if array.null_count:
+            four &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+        if len(flat) < 4:
+            flat = np.full(4, np.nan)
+        # Rows that are not 4-lists read whatever lies there (never used); keep in bounds.
+        start = np.minimum(offsets[:-1], len(flat) - 4)
         usable = np.zeros(n + 1, bool)
-        with np.errstate(invalid="ignore"):
-            ok = usable[:n]
-            np.greater(x2 - x1, 0, out=ok)
-            ok &= (y2 - y1) > 0
-        for column in (x1, y1, x2, y2):
-            ok &= np.isfinite(column)
-        ok &= four
-        return cls(x1, y1, x2, y2, four, usable)
+        for first in range(0, n, _BLOCK):  # by blocks: temporaries stay in cache
+            b = slice(first, min(first + _BLOCK, n))
+            x1, y1, x2, y2 = _coordinates(flat, start[b])
+            ok = usable[b]
+            with np.errstate(invalid="ignore"):
+                np.greater(x2 - x1, 0, out=ok)
+                ok &= (y2 - y1) > 0
+            for column in (x1, y1, x2, y2):
+                ok &= np.isfinite(column)
+            ok &= four[b]
+        return cls(flat, start, four, usable)
 
     def __len__(self) -> int:
         return len(self.four)
@@ -83,16 +80,19 @@ class Boxes:
     def present(self) -> np.ndarray:
         """Rows that `boxes_to_array` keeps: four numbers, none NaN."""
         out = self.four.copy()
-        for column in (self.x1, self.y1, self.x2, self.y2):
+        for column in _coordinates(self.flat, self.start):
             out &= ~np.isnan(column)
         return out
 
     def array(self) -> np.ndarray:
         out = np.full((len(self), 4), np.nan)
         rows = self.four
-        for k, column in enumerate((self.x1, self.y1, self.x2, self.y2)):
-            out[rows, k] = column[rows]
+        out[rows] = self.flat[self.start[rows, None] + np.arange(4)]
         return out
+
+
+def _coordinates(flat: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, ...]:
+    return flat[start], flat[start + 1], flat[start + 2], flat[start + 3]
 
 
 def boxes_to_array(values: Sequence) -> np.ndarray:
@@ -105,10 +105,18 @@ def pair_iou(pred: Boxes, pred_at: np.ndarray, gold: Boxes, gold_at: np.ndarray)
 
     As `box_iou`: 0 unless both boxes are usable and the union is positive.
     """
-    rows = np.flatnonzero(pred.usable[pred_at] & gold.usable[gold_at])
-    p, g = pred_at[rows], gold_at[rows]
-    px1, py1, px2, py2 = pred.x1[p], pred.y1[p], pred.x2[p], pred.y2[p]
-    gx1, gy1, gx2, gy2 = gold.x1[g], gold.y1[g], gold.x2[g], gold.y2[g]
+    iou = np.zeros(len(pred_at))
+    for first in range(0, len(pred_at), _BLOCK):
+        block = slice(first, first + _BLOCK)
+        p, g = pred_at[block], gold_at[block]
+        rows = np.flatnonzero(pred.usable[p] & gold.usable[g])
+        iou[first + rows] = _usable_iou(pred, p[rows], gold, g[rows])
+    return iou
+
+
+def _usable_iou(pred: Boxes, p: np.ndarray, gold: Boxes, g: np.ndarray) -> np.ndarray:
+    px1, py1, px2, py2 = _coordinates(pred.flat, pred.start[p])
+    gx1, gy1, gx2, gy2 = _coordinates(gold.flat, gold.start[g])
     union = (px2 - px1) * (py2 - py1)
     union += (gx2 - gx1) * (gy2 - gy1)
     iw = np.minimum(px2, gx2)
@@ -119,11 +127,9 @@ def pair_iou(pred: Boxes, pred_at: np.ndarray, gold: Boxes, gold_at: np.ndarray)
     np.maximum(ih, 0.0, out=ih)
     inter = np.multiply(iw, ih, out=iw)
     union -= inter
-    value = np.zeros(len(rows))
+    value = np.zeros(len(p))
     np.divide(inter, union, out=value, where=union > 0)
-    iou = np.zeros(len(pred_at))
-    iou[rows] = value
-    return iou
+    return value
 
 
 def box_iou(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
