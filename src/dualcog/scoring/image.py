@@ -106,6 +106,8 @@ def _legacy_gold_sets(
     if "gold_option_ids" not in samples.column_names or not legacy.any():
         return
     gold_sets = single(samples["gold_option_ids"])
+    if gold_sets.null_count == len(gold_sets):
+        return
     gold_sets = _as_list_array(gold_sets, pa.string())
     set_codes = string_codes(pc.list_flatten(gold_sets))[0]
     sets = _options(gold_sets, set_codes)
