@@ -179,8 +179,9 @@ def score_image(
     is_future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
     gold_at = sample_at.copy()
     released_rows = np.flatnonzero(is_future & is_legacy)
-    if "answer_bbox" in samples.column_names and len(released_rows):
-        released = Boxes.of(single(samples["answer_bbox"]))
+    answer_bbox = single(samples["answer_bbox"]) if "answer_bbox" in samples.column_names else None
+    if answer_bbox is not None and answer_bbox.null_count < len(answer_bbox) and len(released_rows):
+        released = Boxes.of(answer_bbox)
         released_rows = released_rows[released.present()[sample_at[released_rows]]]
     else:
         released_rows = released_rows[:0]
