@@ -19,6 +19,8 @@ import numpy as np
 
 from dualcog.scoring.intervals import F1_THRESHOLD
 
+_BLOCK = 1 << 16  # pairs per block
+
 
 @dataclass(frozen=True)
 class GroupedIntervals:
@@ -60,18 +62,22 @@ def candidate_pairs(
     gi = np.repeat(np.arange(len(width)), width)
     first = np.cumsum(width) - width
     pi = np.arange(total) - np.repeat(first - p_start[gold.group], width)
-    gs, ge = np.repeat(gold.start, width), np.repeat(gold.end, width)
-    ps, pe = pred.start[pi], pred.end[pi]
-    # The same float operations as intervals.tiou_matrix, so values are bit-identical.
-    with np.errstate(invalid="ignore"):
-        inter = np.minimum(ge, pe)
-        inter -= np.maximum(gs, ps)
-        np.clip(inter, 0, None, out=inter)
-        union = ge - gs
-        union += pe - ps
-        union -= inter
-        value = np.zeros(total)
-        np.divide(inter, union, out=value, where=union > 0)
+    value = np.empty(total)
+    for at in range(0, total, _BLOCK):  # by blocks: temporaries stay in cache
+        b = slice(at, at + _BLOCK)
+        g, p = gi[b], pi[b]
+        gs, ge, ps, pe = gold.start[g], gold.end[g], pred.start[p], pred.end[p]
+        # The same float operations as intervals.tiou_matrix, so values are bit-identical.
+        with np.errstate(invalid="ignore"):
+            inter = np.minimum(ge, pe)
+            inter -= np.maximum(gs, ps)
+            np.clip(inter, 0, None, out=inter)
+            union = ge - gs
+            union += pe - ps
+            union -= inter
+            out = value[b]
+            out[:] = 0.0
+            np.divide(inter, union, out=out, where=union > 0)
     keep = np.flatnonzero(value > 0)
     return gi[keep], pi[keep], value[keep]
 
