@@ -1,9 +1,9 @@
 """Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once.
 
-The work happens on the two tables as they are, sample columns once per sample and parsed
-columns once per parsed row, joined only as integer positions: a scored row is (sample
-position, parsed position or -1). Option ids become integer codes, boxes coordinate
-columns (`geometry.Boxes`); no list column is copied row by row.
+The work happens on the two tables as they are (`row_source.RowSource`), sample columns once
+per sample and parsed columns once per parsed row, joined only as integer positions. Option
+ids become integer codes, boxes are read in place (`geometry.Boxes`); no list column is
+copied row by row.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dualcog.scoring.columns import (
     take_rows,
 )
 from dualcog.scoring.geometry import Boxes, _as_list_array, pair_iou
+from dualcog.scoring.row_source import RowSource
 
 IOU_HIT = 0.5
 SELECTED_CANDIDATE_TASK = "future_observation"
@@ -122,29 +123,16 @@ def _legacy_gold_sets(
         correct[row] = bool(valid[row]) and set(letters or ()) == set(want)
 
 
-def score_image(
-    samples: pa.Table,
-    parsed: pa.Table,
-    sample_at: np.ndarray,
-    parsed_at: np.ndarray,
-    parse: pa.Array | pa.ChunkedArray,
-    responded: np.ndarray | None = None,
-) -> dict[str, np.ndarray | pa.Array | pa.ChunkedArray]:
-    """Score image rows given as positions: row i is sample `sample_at[i]` in parse mode
-    `parse[i]`, answered by parsed row `parsed_at[i]` (-1: none).
+def score_image(source: RowSource) -> dict[str, np.ndarray | pa.Array | pa.ChunkedArray]:
+    """Score the image rows of `source` (one per sample and parse mode).
 
-    `samples` needs sample_id, task, difficulty, gold_option_id, gold_bbox, candidates (and
-    for legacy gold_option_ids, answer_bbox); `parsed` needs stage (unless `responded` is
-    given), all_valid, option_ids, option_valid, bbox, bbox_valid. A parsed row of stage
-    `missing`, or none, is unanswered: not responded, every field invalid.
+    Samples need sample_id, task, difficulty, gold_option_id, gold_bbox, candidates (and for
+    legacy gold_option_ids, answer_bbox); parsed rows all_valid, option_ids, option_valid,
+    bbox, bbox_valid. An unanswered row has every field invalid.
     """
-    if responded is None:
-        answered = flags(pc.not_equal(single(parsed["stage"]), "missing"))
-        responded = at_rows(answered, parsed_at, False)
-
-    def parsed_flag(name: str) -> np.ndarray:
-        return responded & at_rows(flags(parsed[name]), parsed_at, False)
-
+    samples, parsed = source.samples, source.parsed
+    sample_at, parsed_at, parse = source.sample_at, source.parsed_at, source.parse
+    parsed_flag = source.parsed_flag
     option_valid = parsed_flag("option_valid")
     bbox_valid = parsed_flag("bbox_valid")
     is_legacy = flags(pc.equal(parse, "legacy"))
@@ -208,7 +196,7 @@ def score_image(
         "request_task": task,
         "parse": parse,
         "difficulty": take_rows(samples["difficulty"], sample_at),
-        "responded": responded,
+        "responded": source.responded,
         "valid": parsed_flag("all_valid"),
         "option_correct": option_correct,
         "iou": iou,
@@ -225,5 +213,4 @@ def score_image_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array | pa.Chu
     `rows` needs sample_id, task, parse, difficulty, gold_option_id, gold_bbox, candidates,
     responded, all_valid, option_ids, option_valid, bbox, bbox_valid.
     """
-    at = np.arange(rows.num_rows)
-    return score_image(rows, rows, at, at, rows["parse"], flags(rows["responded"]))
+    return score_image(RowSource.joined(rows))

@@ -236,11 +236,7 @@ def score_tables(
         every = len(at) == len(index.sample)  # no copies of the positions then
         sample_at = index.sample if every else index.sample[at]
         parsed_at = index.parsed if every else index.parsed[at]
-        if kind == "image":
-            columns = score_image(samples, parsed, sample_at, parsed_at, index.parse(at))
-        else:
-            source = RowSource.of(samples, parsed, sample_at, parsed_at, index.parse(at))
-            columns = scorer(source)
+        columns = scorer(RowSource.of(samples, parsed, sample_at, parsed_at, index.parse(at)))
         parts.append(_scored(columns, rows_per_row * len(at)))
     if not parts:
         return SCORES.empty_table()
