@@ -1,7 +1,8 @@
 """`score_tables` / `score_samples`: one model run's parsed responses against the samples.
 
-The work runs on Arrow tables: list columns (boxes, intervals, answer items) stay flat
-buffers that the scorers read as numpy arrays, never as one Python object per value.
+The work runs on Arrow tables: the join of samples and parsed rows is integer positions
+(`row_index`), and the scorers read list columns (boxes, intervals, answer items) as flat
+buffers by position (`row_source.RowSource`), never as one Python object per value.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dualcog.tasks import IMAGE_TASKS, PARSE_MODES, REQUEST_BY_TASK
 VIDEO_PARSE_MODES = ("strict", "compatible")  # legacy exists for image tasks only (§3.4)
 
 # Columns each scorer reads: (sample columns, parsed columns); flags are null-as-False.
+# `scorer_rows` joins them into one table for the `score_*_rows` entry points.
 _COLUMNS = {
     "image": (
         ("sample_id", "task", "difficulty", "gold_option_id", "gold_bbox", "candidates",
