@@ -23,11 +23,6 @@ def floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     )
 
 
-def parents(array: pa.Array) -> np.ndarray:
-    """Row of each item of a list column (null lists contribute nothing)."""
-    return np.asarray(pc.list_parent_indices(array).to_numpy(), dtype=np.int64)
-
-
 def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a list column: where its items start in `flatten(array)`, and how many."""
     offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
