@@ -1,9 +1,14 @@
 """Image scoring through `score_samples` (docs/protocol.md §4, §3.4 and their worked examples)."""
 
+import numpy as np
 import pytest
 from score_fixtures import image_parsed, image_sample, missing_parsed, parsed_frame, samples_frame
 
-from dualcog.scoring import SCORES, score_samples, scores_table
+from dualcog.schemas import PARSED, SAMPLES
+from dualcog.scoring import SCORES, score_samples, score_tables, scores_table
+from dualcog.scoring.image import score_image_rows
+from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
+from dualcog.tasks import PARSE_MODES
 
 FO = "future_observation"
 CANDIDATES = {"A": (0.2, 0.2, 0.6, 0.6), "B": (0.0, 0.0, 0.5, 0.5), "C": (0.5, 0.5, 0.9, 0.9)}
@@ -112,3 +117,49 @@ def test_parsed_rows_of_other_samples_are_ignored_and_duplicates_rejected():
     dup = image_parsed("s", option_ids=["A"], bbox=None)
     with pytest.raises(ValueError, match="several rows"):
         score_samples(samples, parsed_frame([dup, dup]))
+
+
+@pytest.mark.parametrize("n_candidates", [3, 20])  # a few per sample, and many
+def test_future_observation_box_of_the_first_candidate_with_the_selected_id(n_candidates):
+    ids = [f"id{k}" for k in range(n_candidates - 1)] + ["id1"]  # id1 listed twice
+    sample = image_sample("s", task=FO, gold_option="id1")
+    sample["candidates"] = [
+        {"option_id": o, "bbox": [0.0, 0.0, 0.1 + 0.01 * k, 0.5], "view": "front"}
+        for k, o in enumerate(ids)
+    ]
+    other = image_sample("t", task=FO, gold_option="A", candidates=CANDIDATES)
+    parsed = [
+        image_parsed("s", task=FO, option_ids=["id1"], bbox=[0.0, 0.0, 0.11, 0.5]),
+        image_parsed("t", task=FO, option_ids=["C"], bbox=[0.5, 0.5, 0.9, 0.9]),
+    ]
+    scores = score_samples(samples_frame([sample, other]), parsed_frame(parsed))
+    strict = scores[scores["parse"] == "strict"].set_index("sample_id")
+    assert strict.loc["s", "iou"] == 1.0  # the first id1 (k = 1), not the last one
+    assert strict.loc["t", "iou"] == 1.0 and not strict.loc["t", "option_correct"]
+
+
+def test_joined_row_scorer_equals_score_tables():
+    """`score_image_rows` on rows joined beforehand gives score_tables' numbers."""
+    samples = [
+        image_sample("a"),
+        image_sample("b", task=FO, gold_option="A", candidates=CANDIDATES),
+        image_sample("c", gold_option="B"),
+    ]
+    samples[2]["gold_option_ids"] = ["B", "C"]  # legacy: the letter set must be {B, C}
+    parsed = [
+        image_parsed("a", option_ids=["A"], bbox=[0.2, 0.2, 0.5, 0.6]),
+        image_parsed("b", option_ids=["C"], bbox=[0.5, 0.5, 0.8, 0.9], task=FO),
+        image_parsed("b", "legacy", option_ids=["A"], bbox=[0.2, 0.2, 0.6, 0.6], task=FO),
+        image_parsed("c", "legacy", option_ids=["C", "B"], bbox=None),
+        missing_parsed("c", "landmark_position"),
+    ]
+    samples_t = as_table(samples_frame(samples), SAMPLES)
+    parsed_t = as_table(parsed_frame(parsed), PARSED)
+    table = score_tables(samples_t, parsed_t)
+    index = row_index(samples_t, parsed_t, PARSE_MODES)
+    rows = scorer_rows(samples_t, parsed_t, index, np.arange(len(index.sample)), "image")
+    joined = _scored(score_image_rows(rows), rows.num_rows)
+    for name in SCORES.names:
+        assert joined[name].to_pylist() == table[name].to_pylist(), name
+    legacy_c = [r for r in table.to_pylist() if (r["sample_id"], r["parse"]) == ("c", "legacy")]
+    assert [r["option_correct"] for r in legacy_c] == [True]

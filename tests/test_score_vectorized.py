@@ -11,19 +11,30 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from score_fixtures import parsed_frame, samples_frame
 
-from dualcog.scoring import score_samples
-from dualcog.scoring.interval_batch import GroupedIntervals, greedy_pairs, match_groups
+from dualcog.schemas import PARSED, SAMPLES
+from dualcog.scoring import SCORES, score_samples, score_tables
+from dualcog.scoring.interval_batch import (
+    GroupedIntervals,
+    greedy_pairs,
+    match_groups,
+    sequential_sums,
+)
 from dualcog.scoring.intervals import F1_THRESHOLD, greedy_match, match_classes
+from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
 from dualcog.scoring.video import (
     EVIDENCE_F1,
     TASK_OF_LEVEL,
     score_behavior_answer,
+    score_behavior_rows,
     score_visibility_answer,
+    score_visibility_rows,
 )
+from dualcog.tasks import REQUEST_BY_TASK
 
 IDS = ("A", "B", "C", "D")
 LEVELS = ("composite", "atomic", None, "other")
@@ -267,3 +278,49 @@ def test_batch_greedy_takes_the_sequential_pairs_and_tie_breaks(pairs) -> None:
     value = np.asarray([t[2] for t in pairs], float)
     taken = greedy_pairs(gi, pi, value, 4, 4)
     assert [(int(gi[k]), int(pi[k])) for k in taken] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.1, 0.2, 0.3, 1 / 3, 0.7, 1e-17])),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_sequential_sums_are_pythons_sums(items, descending) -> None:
+    """Per group, Python's sum in the given order (or largest first), bit for bit."""
+    group = np.asarray([g for g, _ in items], np.int64)
+    values = np.asarray([v for _, v in items], float)
+    expected = []
+    for g in range(6):
+        mine = [v for h, v in items if h == g]
+        expected.append(sum(sorted(mine, reverse=True) if descending else mine))
+    assert sequential_sums(values, group, 6, descending=descending).tolist() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(), min_size=1, max_size=8).flatmap(
+        lambda seeds: st.tuples(*(behavior_case(i) for i in range(len(seeds))))
+    ),
+    st.lists(st.integers(), min_size=1, max_size=8).flatmap(
+        lambda seeds: st.tuples(*(visibility_case(i) for i in range(len(seeds))))
+    ),
+)
+def test_joined_row_scorers_equal_score_tables(behavior, visibility) -> None:
+    """`score_*_rows` on rows joined beforehand give score_tables' numbers."""
+    cases = [*behavior, *visibility]
+    samples = as_table(samples_frame([s for s, _ in cases]), SAMPLES)
+    parsed = as_table(parsed_frame([p for _, p in cases if p is not None]), PARSED)
+    index = row_index(samples, parsed, ("strict",))
+    table = score_tables(samples, parsed, ("strict",))
+    got = []
+    for kind, scorer in (("behavior", score_behavior_rows),
+                         ("landmark_visibility", score_visibility_rows)):  # fmt: skip
+        at = np.flatnonzero(index.task == list(REQUEST_BY_TASK).index(kind))
+        columns = scorer(scorer_rows(samples, parsed, index, at, kind))
+        got.append(_scored(columns, (2 if kind == "behavior" else 1) * len(at)))
+    joined = pa.concat_tables(got)
+    for name in SCORES.names:
+        assert joined[name].to_pylist() == table[name].to_pylist(), name

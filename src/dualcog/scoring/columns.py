@@ -23,9 +23,15 @@ def floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     )
 
 
-def parents(array: pa.Array) -> np.ndarray:
-    """Row of each item of a list column (null lists contribute nothing)."""
-    return np.asarray(pc.list_parent_indices(array).to_numpy(), dtype=np.int64)
+def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a list column: where its items start in `flatten(array)`, and how many."""
+    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
+    length = np.diff(offsets)
+    if array.null_count == 0:
+        return offsets[:-1] - offsets[0], length
+    length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0  # flatten skips
+    start = np.cumsum(length) - length
+    return start, length
 
 
 def flatten(array: pa.Array) -> pa.Array:
@@ -37,12 +43,16 @@ def interval_pairs(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     Well formed: exactly two numbers; a null or other-length item gives NaN start and end.
     """
-    owner = parents(intervals)
+    _, count = list_layout(intervals)
+    owner = np.repeat(np.arange(len(intervals)), count)
     inner = flatten(intervals)
-    lengths = np.asarray(pc.list_value_length(inner).fill_null(0).to_numpy(), dtype=np.int64)
+    first, lengths = list_layout(inner)
     values = floats(flatten(inner))
-    first = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     pair = lengths == 2
+    if pair.all():
+        if np.array_equal(first, np.arange(0, 2 * len(first), 2)):
+            return owner, values[0::2], values[1::2], pair
+        return owner, values[first], values[first + 1], pair
     start = np.full(len(inner), np.nan)
     end = np.full(len(inner), np.nan)
     start[pair] = values[first[pair]]
@@ -50,16 +60,84 @@ def interval_pairs(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     return owner, start, end, pair
 
 
-def codes(*arrays: pa.Array) -> list[np.ndarray]:
-    """Integer codes of string arrays over one shared dictionary (null is a code too)."""
-    joined = pa.chunked_array([single(a).cast(pa.string()) for a in arrays], type=pa.string())
-    encoded = pc.dictionary_encode(joined.combine_chunks(), null_encoding="encode")
-    indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    out, at = [], 0
-    for array in arrays:
-        out.append(indices[at : at + len(array)])
-        at += len(array)
+def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
+    """Codes of a string array whose every value is one byte long: the byte; null -1."""
+    if array.type != pa.string():
+        return None
+    n = len(array)
+    _, offset_buffer, data = array.buffers()
+    offsets = np.frombuffer(offset_buffer, np.int32, n + 1, 4 * array.offset) if n else None
+    if offsets is None:
+        return np.empty(0, np.int64)
+    lengths = np.diff(offsets)
+    valid = None
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+        if not (lengths[valid] == 1).all():
+            return None
+    elif not (lengths == 1).all():
+        return None
+    if data is None or data.size == 0:
+        return np.full(n, -1, np.int64)
+    byte = np.frombuffer(data, np.uint8)
+    out = byte[np.minimum(offsets[:-1], byte.size - 1)].astype(np.int64)
+    if valid is not None:
+        out[~valid] = -1
     return out
+
+
+def string_codes(*arrays: pa.Array | pa.ChunkedArray) -> list[np.ndarray]:
+    """Integer codes of string arrays, equal across arrays iff the strings are; null is -1.
+
+    One-byte values (option letters) are their own code; otherwise one dictionary encoding
+    of all arrays together.
+    """
+    parts = [single(a) for a in arrays]
+    parts = [a if a.type == pa.string() else a.cast(pa.string()) for a in parts]
+    fast = [_one_byte_codes(a) for a in parts]
+    if all(codes is not None for codes in fast):
+        return fast  # type: ignore[return-value]
+    encoded = pc.dictionary_encode(pa.chunked_array(parts, type=pa.string()))
+    return [
+        np.asarray(chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        for chunk in _chunks_by_length(encoded, [len(a) for a in parts])
+    ]
+
+
+def _chunks_by_length(array: pa.ChunkedArray, lengths: list[int]) -> list[pa.Array]:
+    out, at = [], 0
+    for length in lengths:
+        out.append(single(array.slice(at, length)))
+        at += length
+    return out
+
+
+def codes(*arrays: pa.Array) -> list[np.ndarray]:
+    """Non-negative integer codes of string arrays over one shared dictionary (null is a code
+    too: 0)."""
+    return [c + 1 for c in string_codes(*arrays)]
+
+
+def take_rows(
+    array: pa.Array | pa.ChunkedArray, positions: np.ndarray
+) -> pa.Array | pa.ChunkedArray:
+    """`array.take(positions)`; when the positions are a few runs of consecutive rows, those
+    rows as zero-copy slices instead."""
+    n = len(positions)
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1 if n else np.empty(0, np.int64)
+    if n == 0 or len(breaks) >= 64:
+        return array.take(pa.array(positions))
+    bounds = [0, *breaks.tolist(), n]
+    pieces: list[pa.Array] = []
+    for first, stop in zip(bounds[:-1], bounds[1:], strict=False):
+        piece = array.slice(int(positions[first]), stop - first)
+        pieces.extend(piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
+    return pa.chunked_array(pieces, type=array.type)
+
+
+def at_rows(values: np.ndarray, at: np.ndarray, absent: object) -> np.ndarray:
+    """`values[at]`, with `absent` where `at` is -1."""
+    return np.append(values, np.asarray([absent], dtype=values.dtype))[at]
 
 
 def dictionary_size(*code_arrays: np.ndarray) -> int:

@@ -1,7 +1,8 @@
 """`score_tables` / `score_samples`: one model run's parsed responses against the samples.
 
-The work runs on Arrow tables: list columns (boxes, intervals, answer items) stay flat
-buffers that the scorers read as numpy arrays, never as one Python object per value.
+The work runs on Arrow tables: the join of samples and parsed rows is integer positions
+(`row_index`), and the scorers read list columns (boxes, intervals, answer items) as flat
+buffers by position (`row_source.RowSource`), never as one Python object per value.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import pyarrow.compute as pc
 
 from dualcog.schemas import PARSED, SAMPLES, to_table
 from dualcog.scoring.columns import flags, single
-from dualcog.scoring.image import score_image_rows
+from dualcog.scoring.image import score_image
+from dualcog.scoring.row_source import RowSource
 from dualcog.scoring.schema import SCORES, conform_scores, empty_scores
-from dualcog.scoring.video import score_behavior_rows, score_visibility_rows
+from dualcog.scoring.video import score_behavior, score_visibility
 from dualcog.tasks import IMAGE_TASKS, PARSE_MODES, REQUEST_BY_TASK
 
 VIDEO_PARSE_MODES = ("strict", "compatible")  # legacy exists for image tasks only (§3.4)
 
 # Columns each scorer reads: (sample columns, parsed columns); flags are null-as-False.
+# `scorer_rows` joins them into one table for the `score_*_rows` entry points.
 _COLUMNS = {
     "image": (
         ("sample_id", "task", "difficulty", "gold_option_id", "gold_bbox", "candidates",
@@ -43,9 +46,9 @@ _COLUMNS = {
 _FLAGS = ("all_valid", "option_valid", "bbox_valid", "answers_valid", "count_valid",
           "intervals_valid")  # fmt: skip
 _SCORERS = {
-    "image": (score_image_rows, 1),
-    "behavior": (score_behavior_rows, 2),
-    "landmark_visibility": (score_visibility_rows, 1),
+    "image": (score_image, 1),
+    "behavior": (score_behavior, 2),
+    "landmark_visibility": (score_visibility, 1),
 }
 
 
@@ -68,37 +71,102 @@ def _keys(sample_id: pa.Array | pa.ChunkedArray, parse: pa.Array) -> pa.Array:
     return single(pc.binary_join_element_wise(sample_id, parse, "\x1f"))
 
 
+def _positions(found: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """index_in results as int64 positions, -1 where not found."""
+    return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
+
+
+def _task_codes(tasks: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Position of each sample's request kind in REQUEST_BY_TASK; unknown kinds raise."""
+    code = _positions(pc.index_in(tasks, value_set=pa.array(list(REQUEST_BY_TASK))))
+    if (code < 0).any():
+        unknown = pc.unique(single(tasks).filter(pa.array(code < 0))).to_pylist()
+        raise ValueError(f"samples hold unknown request kinds: {sorted(unknown, key=str)}")
+    return code
+
+
+def _runs_of(names: tuple[str, ...], code: np.ndarray) -> pa.ChunkedArray:
+    """`names[code]` as a string column, built run by run (codes come in long runs)."""
+    breaks = [0, *(np.flatnonzero(np.diff(code) != 0) + 1).tolist(), len(code)]
+    return pa.chunked_array(
+        [pa.repeat(names[code[a]], b - a) for a, b in zip(breaks[:-1], breaks[1:], strict=False)
+         if b > a],
+        type=pa.string(),
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RowIndex:
     """Every (sample, parse mode) a run is scored on, as positions into the two tables."""
 
     sample: np.ndarray  # row of samples
-    parse: pa.Array  # parse mode
-    parsed: pa.Array  # row of parsed, null where the run has no row
+    mode: np.ndarray  # position of the row's parse mode in `parses`
+    parses: tuple[str, ...]
+    parsed: np.ndarray  # row of parsed, -1 where the run has no row
+    task: np.ndarray  # position of the row's request kind in REQUEST_BY_TASK
+
+    def parse(self, at: np.ndarray) -> pa.ChunkedArray:
+        """The parse mode names of the rows `at` (ascending)."""
+        return _runs_of(self.parses, self.mode[at])
+
+
+def _parsed_positions(samples: pa.Table, parsed: pa.Table, modes: tuple[str, ...]) -> np.ndarray:
+    """Row of parsed at `sample * len(modes) + mode` (-1: none), for every sample and mode.
+
+    The join is on integers: a sample's position (one hash lookup of every sample_id, which
+    also finds duplicate sample ids) and the parse mode's position in `modes`.
+    """
+    sample_ids = single(samples["sample_id"])
+    n, m = samples.num_rows, len(modes)
+    ids = pa.chunked_array([sample_ids, *single_chunks(parsed["sample_id"])], type=sample_ids.type)
+    position = _positions(pc.index_in(ids, value_set=sample_ids))
+    if sample_ids.null_count or not np.array_equal(position[:n], np.arange(n)):
+        raise ValueError("samples hold duplicate sample ids")
+    position = position[n:]
+    mode = _positions(pc.index_in(parsed["parse"], value_set=pa.array(list(modes))))
+    joined = (position >= 0) & (mode >= 0)
+    rows = np.flatnonzero(joined)
+    key = position[rows] * m + mode[rows]
+    lookup = np.full(n * m, -1, np.int64)
+    lookup[key] = rows
+    several = not np.array_equal(lookup[key], rows)
+    others = np.flatnonzero(~joined)  # unknown sample or mode: compare them as strings
+    if not several and len(others) > 1:
+        where = pa.array(others)
+        keys = _keys(parsed["sample_id"].take(where), parsed["parse"].take(where))
+        several = len(pc.unique(keys)) < len(others)
+    if several:
+        raise ValueError("parsed holds several rows for one (sample_id, parse)")
+    return lookup
+
+
+def single_chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(array.chunks) if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def row_index(samples: pa.Table, parsed: pa.Table, parses: tuple[str, ...]) -> RowIndex:
     """Expected rows: each sample in every mode of its modality found in `parses`, modes in
     order, samples in order; joined to the parsed rows on (sample_id, parse)."""
-    tasks = samples["task"]
-    unknown = set(pc.unique(tasks).to_pylist()) - set(REQUEST_BY_TASK)
-    if unknown:
-        raise ValueError(f"samples hold unknown request kinds: {sorted(unknown, key=str)}")
-    if pc.count_distinct(samples["sample_id"]).as_py() < samples.num_rows:
-        raise ValueError("samples hold duplicate sample ids")
-    positions, modes = [], []
-    for parse in parses:
-        tasks_in_mode = [task for task in REQUEST_BY_TASK if parse in parse_modes_of(task)]
-        chosen = np.flatnonzero(flags(pc.is_in(tasks, pa.array(tasks_in_mode))))
+    task = _task_codes(samples["task"])
+    modes = tuple(dict.fromkeys((*parses, *PARSE_MODES)))
+    lookup = _parsed_positions(samples, parsed, modes)
+    kinds = list(REQUEST_BY_TASK)
+    positions, blocks, found = [], [], []
+    for block, parse in enumerate(parses):
+        in_mode = np.array([parse in parse_modes_of(kind) for kind in kinds], bool)
+        chosen = np.flatnonzero(in_mode[task]) if len(task) else np.empty(0, np.int64)
         positions.append(chosen)
-        modes.append(np.full(len(chosen), parse, dtype=object))
-    sample = np.concatenate(positions) if positions else np.empty(0, np.int64)
-    parse_column = pa.array(np.concatenate(modes) if modes else [], pa.string())
-    parsed_keys = _keys(parsed["sample_id"], parsed["parse"])
-    if len(pc.unique(parsed_keys)) < parsed.num_rows:
-        raise ValueError("parsed holds several rows for one (sample_id, parse)")
-    wanted = _keys(samples["sample_id"].take(pa.array(sample)), parse_column)
-    return RowIndex(sample, parse_column, pc.index_in(wanted, value_set=parsed_keys))
+        blocks.append(np.full(len(chosen), block, np.int64))
+        found.append(lookup[chosen * len(modes) + modes.index(parse)])
+    empty = np.empty(0, np.int64)
+    sample = np.concatenate(positions) if positions else empty
+    return RowIndex(
+        sample=sample,
+        mode=np.concatenate(blocks) if blocks else empty,
+        parses=tuple(parses),
+        parsed=np.concatenate(found) if found else empty,
+        task=task[sample],
+    )
 
 
 def scorer_rows(
@@ -110,12 +178,12 @@ def scorer_rows(
     validity flag False.
     """
     sample_columns, parsed_columns = _COLUMNS[kind]
-    where = pa.array(at)
     rows = samples.select(list(sample_columns)).take(pa.array(index.sample[at]))
-    found = index.parsed.take(where)
+    positions = index.parsed[at]
+    found = pa.array(positions, mask=positions < 0)
     fields = parsed.select(["stage", *parsed_columns]).take(found)
     responded = flags(pc.not_equal(single(fields["stage"]), "missing"))  # no row: False
-    rows = rows.append_column("parse", index.parse.take(where))
+    rows = rows.append_column("parse", index.parse(at))
     rows = rows.append_column("responded", pa.array(responded))
     for name in parsed_columns:
         column = fields[name]
@@ -139,7 +207,7 @@ def _scored(columns: dict, n: int) -> pa.Table:
         elif isinstance(value, np.ndarray):
             arrays.append(pa.array(value, type=field.type))
         else:
-            arrays.append(single(value).cast(field.type))
+            arrays.append(value.cast(field.type))
     return pa.Table.from_arrays(arrays, schema=SCORES)
 
 
@@ -155,19 +223,23 @@ def score_tables(
     """
     samples, parsed = as_table(samples, SAMPLES), as_table(parsed, PARSED)
     index = row_index(samples, parsed, parses)
-    task = samples["task"].take(pa.array(index.sample))
-    kinds = {
-        "image": flags(pc.is_in(task, pa.array(list(IMAGE_TASKS)))),
-        "behavior": flags(pc.equal(task, "behavior")),
-        "landmark_visibility": flags(pc.equal(task, "landmark_visibility")),
+    kinds = list(REQUEST_BY_TASK)
+    kind_of_task = {
+        "image": np.array([kind in IMAGE_TASKS for kind in kinds], bool),
+        "behavior": np.array([kind == "behavior" for kind in kinds], bool),
+        "landmark_visibility": np.array([kind == "landmark_visibility" for kind in kinds]),
     }
     parts = []
-    for kind, mask in kinds.items():
-        at = np.flatnonzero(mask)
-        if len(at):
-            scorer, rows_per_row = _SCORERS[kind]
-            columns = scorer(scorer_rows(samples, parsed, index, at, kind))
-            parts.append(_scored(columns, rows_per_row * len(at)))
+    for kind, of_task in kind_of_task.items():
+        at = np.flatnonzero(of_task[index.task])
+        if not len(at):
+            continue
+        scorer, rows_per_row = _SCORERS[kind]
+        every = len(at) == len(index.sample)  # no copies of the positions then
+        sample_at = index.sample if every else index.sample[at]
+        parsed_at = index.parsed if every else index.parsed[at]
+        columns = scorer(RowSource.of(samples, parsed, sample_at, parsed_at, index.parse(at)))
+        parts.append(_scored(columns, rows_per_row * len(at)))
     if not parts:
         return SCORES.empty_table()
     return pa.concat_tables(parts)

@@ -15,8 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.scoring.columns import codes, dictionary_size, flags, flatten, floats, interval_pairs
-from dualcog.scoring.columns import parents as list_parents
+from dualcog.scoring.columns import codes, dictionary_size, flags, single
 from dualcog.scoring.interval_batch import GroupedIntervals, match_groups, sequential_sums
 from dualcog.scoring.intervals import (
     DURATION_SLACK_SEC,
@@ -25,6 +24,7 @@ from dualcog.scoring.intervals import (
     gold_array,
     match_classes,
 )
+from dualcog.scoring.row_source import RowSource, interval_items
 
 LEVELS = ("composite", "atomic")
 TASK_OF_LEVEL = {"composite": "composite_behavior", "atomic": "atomic_behavior"}
@@ -123,18 +123,20 @@ def score_visibility_answer(
 COMPOSITE, ATOMIC = 0, 1  # level codes; a row's level group is 2 * row + level
 
 
-def _limits(duration: pa.Array) -> np.ndarray:
+def _limits(duration: np.ndarray) -> np.ndarray:
     """Upper bound of valid predicted times per row: the duration, or none when unknown."""
-    value = floats(duration)
-    return np.where(np.isfinite(value), value, np.inf)
+    return np.where(np.isfinite(duration), duration, np.inf)
 
 
 def _predicted(
-    intervals: pa.Array, item_group: np.ndarray, item_row: np.ndarray, limit: np.ndarray
+    intervals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    item_group: np.ndarray,
+    item_row: np.ndarray,
+    limit: np.ndarray,
 ) -> tuple[GroupedIntervals, np.ndarray]:
-    """Valid predicted intervals clipped to [0, D] (as `clip_predicted`), grouped by their
-    item's group, and the item index of every invalid interval."""
-    item, start, end, pair = interval_pairs(intervals)
+    """Valid predicted intervals (item, start, end, well formed) clipped to [0, D] (as
+    `clip_predicted`), grouped by their item's group, and the item of every invalid one."""
+    item, start, end, pair = intervals
     bound = limit[item_row[item]]
     with np.errstate(invalid="ignore"):
         valid = (
@@ -195,21 +197,20 @@ def _interval_counts(
     }
 
 
-def _row_columns(rows: pa.Table, repeat: int) -> dict[str, np.ndarray | pa.Array]:
-    responded = flags(rows["responded"])
+def _row_columns(source: RowSource, repeat: int) -> dict[str, np.ndarray | pa.Array]:
+    responded = source.responded
     columns = {
-        "sample_id": rows["sample_id"],
-        "parse": rows["parse"],
-        "difficulty": rows["difficulty"],
+        "sample_id": source.sample_column("sample_id", repeat),
+        "difficulty": source.sample_column("difficulty", repeat),
         "responded": responded,
-        "valid": responded & flags(rows["all_valid"]),
+        "valid": source.parsed_flag("all_valid"),
     }
     if repeat == 1:
-        return columns
-    index = pa.array(np.repeat(np.arange(rows.num_rows), repeat))
+        return {**columns, "parse": source.parse}
+    index = pa.array(np.repeat(np.arange(len(source)), repeat))
     return {
-        name: np.repeat(value, repeat) if isinstance(value, np.ndarray) else value.take(index)
-        for name, value in columns.items()
+        **{k: np.repeat(v, repeat) if isinstance(v, np.ndarray) else v for k, v in columns.items()},
+        "parse": source.parse.take(index),
     }
 
 
@@ -217,33 +218,39 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     """Two score rows (composite, then atomic) per behavior (sample, parse) row.
 
     `rows` holds sample_id, parse, difficulty, responded, all_valid, answers_valid, answers,
-    options, gold_items, duration_sec, composite_mission. A missing response or an invalid
-    answer predicts nothing (every gold item is missed) and its set at either level is not
-    exact; its side of a dual pair fails.
+    options, gold_items, duration_sec, composite_mission (see `score_behavior`).
     """
-    n = rows.num_rows
-    valid = flags(rows["responded"]) & flags(rows["answers_valid"])
-    limit = _limits(rows["duration_sec"])
-    options, gold_items, answers = (
-        rows[name].combine_chunks() for name in ("options", "gold_items", "answers")
-    )
-    option_row, gold_row, answer_row = (list_parents(a) for a in (options, gold_items, answers))
-    option_flat, gold_flat, answer_flat = (flatten(a) for a in (options, gold_items, answers))
-    keep = valid[answer_row]  # only valid answers predict anything
-    answer_row = answer_row[keep]
-    answer_flat = answer_flat.filter(pa.array(keep))
+    return score_behavior(RowSource.joined(rows))
+
+
+def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
+    """Two score rows (composite, then atomic) per behavior row of `source`.
+
+    Samples need sample_id, difficulty, options, gold_items, duration_sec,
+    composite_mission; parsed rows all_valid, answers_valid, answers. A missing response or
+    an invalid answer predicts nothing (every gold item is missed) and its set at either
+    level is not exact; its side of a dual pair fails.
+    """
+    n = len(source)
+    valid = source.parsed_flag("answers_valid")
+    limit = _limits(source.sample_floats("duration_sec"))
+    option_flat, option_row, option_item = source.sample_items("options")
+    gold_flat, gold_row, gold_item = source.sample_items("gold_items")
+    answer_flat, answer_row, answer_item = source.parsed_items("answers", valid)  # valid only
     option_code, gold_code, answer_code = codes(
         option_flat.field("option_id"), gold_flat.field("option_id"), answer_flat.field("option_id")
     )
     size = dictionary_size(option_code, gold_code, answer_code)
+    option_code, gold_code = option_code[option_item], gold_code[gold_item]
+    answer_code = answer_code[answer_item]
 
     # Level of each option id per row: the option's own (the last one listed), else the first
     # gold item's, else atomic (docs/protocol.md §5: whatever is not composite is atomic).
     option_key = option_row * size + option_code
     last = len(option_key) - 1 - np.unique(option_key[::-1], return_index=True)[1]
     option_keys = option_key[last]
-    option_composite = _is_composite(option_flat.field("level"))[last]
-    gold_composite = _is_composite(gold_flat.field("level"))
+    option_composite = _is_composite(option_flat.field("level"))[option_item[last]]
+    gold_composite = _is_composite(gold_flat.field("level"))[gold_item]
     gold_level = np.where(gold_composite, COMPOSITE, ATOMIC)
     gold_key = gold_row * size + gold_code
     gold_keys, gold_first = np.unique(gold_key, return_index=True)
@@ -269,20 +276,19 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     class_level_group = (unique_keys // size)[order]  # per class id
     gold_item_class = class_of_unique[np.searchsorted(unique_keys, class_key)]
 
-    g_item, g_start, g_end, _ = interval_pairs(gold_flat.field("intervals"))
+    g_item, g_start, g_end, _ = interval_items(gold_flat.field("intervals"), gold_item)
     gold = GroupedIntervals(gold_item_class[g_item], g_start, g_end)
     answer_level_group = 2 * answer_row + answer_level
     found = _lookup(answer_level_group * size + answer_code, unique_keys)
     answer_class = np.full(len(found), -1, np.int64)
     answer_class[found >= 0] = class_of_unique[found[found >= 0]]
-    pred_all, invalid_items = _predicted(
-        answer_flat.field("intervals"), answer_class, answer_row, limit
-    )
+    answer_intervals = interval_items(answer_flat.field("intervals"), answer_item)
+    p_item = answer_intervals[0]
+    pred_all, invalid_items = _predicted(answer_intervals, answer_class, answer_row, limit)
     in_gold_class = pred_all.group >= 0
     pred = GroupedIntervals(
         pred_all.group[in_gold_class], pred_all.start[in_gold_class], pred_all.end[in_gold_class]
     )
-    p_item, _, _, _ = interval_pairs(answer_flat.field("intervals"))
     n_pred_items = np.bincount(answer_level_group[p_item], minlength=n_groups)
     n_invalid = np.bincount(answer_level_group[invalid_items], minlength=n_groups)
     counts = _interval_counts(
@@ -300,15 +306,18 @@ def score_behavior_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
 
     valid2 = np.repeat(valid, 2)
     set_exact = valid2 & (label_fp == 0) & (label_fn == 0)
-    mission = rows["composite_mission"].combine_chunks()
-    mission_known = np.repeat(~np.asarray(mission.is_null().to_numpy(zero_copy_only=False)), 2)
-    mission_value = np.repeat(flags(mission), 2)
+    mission = single(source.samples["composite_mission"])
+    mission_known = np.asarray(mission.is_valid().to_numpy(zero_copy_only=False))
+    mission_known = np.repeat(mission_known[source.sample_at], 2)
+    mission_value = np.repeat(flags(mission)[source.sample_at], 2)
     is_composite_row = np.tile([True, False], n)
     composite_set = np.where(is_composite_row & mission_value, set_exact, False)
     return {
-        **_row_columns(rows, 2),
-        "task": np.tile([TASK_OF_LEVEL["composite"], TASK_OF_LEVEL["atomic"]], n).astype(object),
-        "request_task": np.full(2 * n, "behavior", dtype=object),
+        **_row_columns(source, 2),
+        "task": pa.array([TASK_OF_LEVEL[level] for level in LEVELS]).take(
+            pa.array(np.tile(np.arange(2), n))
+        ),
+        "request_task": pa.repeat("behavior", 2 * n),
         "composite_mission": pa.array(mission_value, mask=~mission_known),
         "set_exact": set_exact,
         "composite_set_correct": pa.array(composite_set, mask=~(is_composite_row & mission_value)),
@@ -338,19 +347,26 @@ def score_visibility_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
     visible_count, intervals_valid, visible_intervals, gold_visible_count,
     gold_visible_intervals, duration_sec.
     """
-    n = rows.num_rows
-    responded = flags(rows["responded"])
-    count_ok = responded & flags(rows["count_valid"])
-    intervals_ok = responded & flags(rows["intervals_valid"])
-    limit = _limits(rows["duration_sec"])
+    return score_visibility(RowSource.joined(rows))
+
+
+def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
+    """One score row per visibility row of `source`: samples need sample_id, difficulty,
+    gold_visible_count, gold_visible_intervals, duration_sec; parsed rows all_valid,
+    count_valid, visible_count, intervals_valid, visible_intervals."""
+    n = len(source)
+    count_ok = source.parsed_flag("count_valid")
+    intervals_ok = source.parsed_flag("intervals_valid")
+    limit = _limits(source.sample_floats("duration_sec"))
     rows_index = np.arange(n)
-    g_row, g_start, g_end, _ = interval_pairs(rows["gold_visible_intervals"].combine_chunks())
+    gold_intervals = single(source.samples["gold_visible_intervals"])
+    g_row, g_start, g_end, _ = interval_items(gold_intervals, source.sample_at)
     gold = GroupedIntervals(g_row, g_start, g_end)
-    predicted = rows["visible_intervals"].combine_chunks()
-    pred, invalid_rows = _predicted(predicted, rows_index, rows_index, limit)
-    keep = intervals_ok[pred.group]
-    pred = GroupedIntervals(pred.group[keep], pred.start[keep], pred.end[keep])
-    invalid_rows = invalid_rows[intervals_ok[invalid_rows]]
+    answered = np.flatnonzero(intervals_ok)
+    p_row, *p_rest = interval_items(
+        single(source.parsed["visible_intervals"]), source.parsed_at[answered]
+    )
+    pred, invalid_rows = _predicted((answered[p_row], *p_rest), rows_index, rows_index, limit)
     counts = _interval_counts(
         gold,
         pred,
@@ -359,14 +375,14 @@ def score_visibility_rows(rows: pa.Table) -> dict[str, np.ndarray | pa.Array]:
         np.bincount(invalid_rows, minlength=n),
         n,
     )
-    count = floats(rows["visible_count"])
-    gold_count = floats(rows["gold_visible_count"])
+    count = source.parsed_floats("visible_count")
+    gold_count = source.sample_floats("gold_visible_count")
     with np.errstate(invalid="ignore"):
         count_correct = count_ok & np.isfinite(gold_count) & (count == gold_count)
     return {
-        **_row_columns(rows, 1),
-        "task": np.full(n, "landmark_visibility", dtype=object),
-        "request_task": np.full(n, "landmark_visibility", dtype=object),
+        **_row_columns(source, 1),
+        "task": pa.repeat("landmark_visibility", n),
+        "request_task": pa.repeat("landmark_visibility", n),
         "count_correct": count_correct,
         **counts,
         "semantic_ok": count_correct,
