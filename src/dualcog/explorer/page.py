@@ -75,7 +75,7 @@ _ENV = _RecordEnvironment(
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
 )
-_ENV.filters["n"] = lambda value: f"{float(value):.2f}".rstrip("0").rstrip(".")  # SVG numbers
+_ENV.filters["n"] = lambda value: f"{value:.2f}".rstrip("0").rstrip(".")  # SVG numbers
 
 
 def _ticks(duration: float) -> list[float]:
