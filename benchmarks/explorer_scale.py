@@ -162,10 +162,8 @@ def browser_first_draw(url: str, ready: str) -> tuple[float, list[str]] | None:
     """Seconds from navigation until `ready` holds in headless Chromium, and the chunk scripts
     the page loaded (None without Chromium)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    try:
-        from cdp_browser import CHROMIUM, Browser
-    except ImportError:
-        return None
+    from browser import CHROMIUM, Browser
+
     if not Path(CHROMIUM).is_file():
         return None
     with Browser() as browser:
