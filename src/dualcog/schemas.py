@@ -197,7 +197,4 @@ def write_table(
 
 
 def read_frame(path: str | Path) -> pd.DataFrame:
-    # ParquetFile, not read_table: read_table's first call imports pyarrow.dataset (~0.15 s
-    # CPU per process) for what is always a single file here.
-    with pq.ParquetFile(path) as file:
-        return file.read().to_pandas()
+    return pq.read_table(path).to_pandas()
