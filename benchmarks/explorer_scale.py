@@ -8,16 +8,29 @@ inlined in one HTML file, no paging), built from the same cards:
   - Python build time (wall and CPU);
   - with Chromium installed, the time until the first page of cards is drawn.
 
-Usage: python benchmarks/explorer_scale.py [--out /tmp/explorer-scale]
+With --before REV, one `explorer` job (a fresh interpreter running what scripts/explorer.py
+runs, imports included) is timed on this tree and on revision REV side by side: process CPU
+per phase, best of --repeat runs, and the chunk bytes; the two must draw the same cards (the
+same elements, attributes and text, whitespace and attribute quoting aside) and the same page.
+With --results DIR --model NAME that job reads a finished run's tables (e.g. the paper-scale
+benchmark's) instead of the synthetic run.
+
+Usage: python benchmarks/explorer_scale.py [--out /tmp/explorer-scale] [--before f62c403]
+       [--results RUN/results --model sim-run-01-Instant] [--repeat 3] [--no-browser]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -149,10 +162,8 @@ def browser_first_draw(url: str, ready: str) -> tuple[float, list[str]] | None:
     """Seconds from navigation until `ready` holds in headless Chromium, and the chunk scripts
     the page loaded (None without Chromium)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    try:
-        from cdp_browser import CHROMIUM, Browser
-    except ImportError:
-        return None
+    from browser import CHROMIUM, Browser
+
     if not Path(CHROMIUM).is_file():
         return None
     with Browser() as browser:
@@ -174,13 +185,147 @@ def _loaded_bytes(page: Path, scripts: list[str]) -> int:
                                      for s in scripts)  # fmt: skip
 
 
+class _Flat(HTMLParser):
+    """Elements, attributes (class tokens sorted) and text as a browser reads them; whitespace
+    runs collapsed outside <pre>, whitespace-only text dropped."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items: list[tuple] = []
+        self.pre = 0
+
+    def handle_starttag(self, tag, attrs) -> None:
+        attributes = {k: " ".join(sorted((v or "").split())) if k == "class" else v
+                      for k, v in attrs}  # fmt: skip
+        self.items.append(("<", tag, tuple(sorted(attributes.items()))))
+        self.pre += tag == "pre"
+
+    def handle_endtag(self, tag) -> None:
+        self.items.append((">", tag))
+        self.pre -= tag == "pre"
+
+    def handle_data(self, data) -> None:
+        text = data if self.pre else re.sub(r"\s+", " ", data).strip()
+        if text:
+            self.items.append(("text", text))
+
+
+def same_dom(a: str, b: str) -> bool:
+    flat = []
+    for html in (a, b):
+        parser = _Flat()
+        parser.feed(html)
+        parser.close()
+        flat.append(parser.items)
+    return flat[0] == flat[1]
+
+
+def _chunk_cards(data_dir: Path) -> dict[str, list]:
+    out = {}
+    for path in sorted(data_dir.glob("c*.js")):
+        text = path.read_text(encoding="utf-8")
+        out[path.name] = json.loads(text[text.index(",[") + 1 : -len(");\n")])
+    return out
+
+
+def synthetic_inputs(folder: Path) -> dict:
+    """The synthetic run as the parquet files an explorer job reads."""
+    from dualcog.explorer.media import MEDIA_COLUMNS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    samples, parsed, responses = synthetic_run(np.random.default_rng(0))
+    scores = score_samples(samples, parsed, ("compatible",))
+    index = media_index(samples)
+    media = pd.DataFrame(
+        [("image", s, [f], [], w, h) for s, (f, w, h) in index.images.items()]
+        + [("video", s, files, times, 160, 120) for s, (files, times) in index.videos.items()],
+        columns=MEDIA_COLUMNS,
+    )
+    for name, frame in (("samples", samples), ("parsed", parsed), ("scores", scores),
+                        ("responses", responses), ("media", media)):  # fmt: skip
+        frame.to_parquet(folder / f"{name}.parquet", index=False)
+    paths = {n: str(folder / f"{n}.parquet") for n in ("samples", "parsed", "scores", "media")}
+    return {"model": "paper-model", "all_models": ["paper-model"],
+            "responses": [str(folder / "responses.parquet")], **paths}  # fmt: skip
+
+
+def run_inputs(results: Path, model: str) -> dict:
+    """A finished run's tables of one model."""
+    models = sorted(p.stem for p in (results / "parsed").glob("*.parquet"))
+    responses = sorted((results / "responses" / model).glob("*.parquet"))
+    return {"model": model, "all_models": models, "responses": [str(p) for p in responses],
+            "samples": str(results / "benchmark" / "samples.parquet"),
+            "parsed": str(results / "parsed" / f"{model}.parquet"),
+            "scores": str(results / "scores" / f"{model}.parquet"),
+            "media": str(results / "explorer" / "media.parquet")}  # fmt: skip
+
+
+def explorer_job(src: Path, inputs: Path, out: Path, repeat: int) -> dict:
+    """Best (least process CPU) of `repeat` explorer jobs, each in a fresh interpreter."""
+    script = Path(__file__).with_name("_explorer_job.py")
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    best = None
+    for _ in range(repeat):
+        shutil.rmtree(out, ignore_errors=True)
+        done = subprocess.run([sys.executable, str(script), str(inputs), str(out)], env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        result = json.loads(done.stdout.splitlines()[-1])
+        if best is None or result["process_cpu"] < best["process_cpu"]:
+            best = result
+    return best
+
+
+def before_after(before: str, inputs: dict, out: Path, repeat: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _workflow import REPO, revision_tree
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "inputs.json"
+    path.write_text(json.dumps(inputs))
+    tree = revision_tree(before)
+    try:
+        old = explorer_job(tree / "src", path, out / "before", repeat)
+        new = explorer_job(REPO / "src", path, out / "after", repeat)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    model = inputs["model"]
+    old_cards = _chunk_cards(out / "before" / "data" / model)
+    new_cards = _chunk_cards(out / "after" / "data" / model)
+    assert old_cards.keys() == new_cards.keys(), "different chunk files"
+    for name, cards in old_cards.items():
+        for a, b in zip(cards, new_cards[name], strict=True):
+            assert (a is None) == (b is None) and (a is None or same_dom(a, b)), name
+    old_page = Path(old["page"]).read_text(encoding="utf-8")
+    assert old_page == Path(new["page"]).read_text(encoding="utf-8"), "different pages"
+    n = sum(c is not None for cards in new_cards.values() for c in cards)
+    print(f"one explorer job, {model}: {n} cards, process CPU (best of {repeat}) "
+          f"of revision {before} vs this tree; the same cards and page")  # fmt: skip
+    print(f"{'':30}{'before':>14}{'after':>14}")
+    for phase in old["phases"]:
+        print(f"{phase + ' (CPU s)':30}{old['phases'][phase]:>14.2f}{new['phases'][phase]:>14.2f}")
+    print(f"{'job process CPU (s)':30}{old['process_cpu']:>14.2f}{new['process_cpu']:>14.2f}")
+    for key in ("page_bytes", "largest_chunk_bytes", "total_chunk_bytes", "chunks"):
+        print(f"{key:30}{old['sizes'][key]:>14,}{new['sizes'][key]:>14,}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--before", help="a git revision to time one explorer job against")
+    parser.add_argument("--results", type=Path, help="a finished run's results/ (with --before)")
+    parser.add_argument("--model", help="the model of --results")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="explorer-scale-"))
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    if args.before:
+        inputs = (run_inputs(args.results, args.model) if args.results
+                  else synthetic_inputs(out / "inputs"))  # fmt: skip
+        before_after(args.before, inputs, out / "job", args.repeat)
+        if args.results:
+            return
     samples, parsed, responses = synthetic_run(np.random.default_rng(0))
     scores = score_samples(samples, parsed, ("compatible",))
     wall, cpu = time.perf_counter(), time.process_time()
@@ -207,7 +352,7 @@ def main() -> None:
     print(f"{'write pages wall / CPU (s)':34}{f'{wall:.2f} / {cpu:.2f}':>20}"
           f"{f'{naive_wall:.2f} / {naive_cpu:.2f}':>20}")  # fmt: skip
     ready = "document.body && document.body.dataset.rendered"
-    paged = browser_first_draw(files.page.as_uri(), ready)
+    paged = None if args.no_browser else browser_first_draw(files.page.as_uri(), ready)
     if paged is not None:
         flat = browser_first_draw(naive.as_uri(), "document.readyState === 'complete'")
         print(f"{'browser: first cards drawn (s)':34}{paged[0]:>20.2f}{flat[0]:>20.2f}")

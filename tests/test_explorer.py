@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from dualcog.explorer.page import (
     CHUNK_BYTES_LIMIT,
     CHUNK_SIZE,
     PAGE_BYTES_LIMIT,
+    render_cards,
     task_filters,
     write_explorer,
 )
@@ -253,8 +255,53 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     assert chunk.startswith('dualcogChunk("m",0,[')
     cards = json.loads(chunk[len('dualcogChunk("m",0,') : -len(");\n")])
     assert len(cards) == CHUNK_SIZE and cards[2:] == [None] * (CHUNK_SIZE - 2)
-    assert 'class="box gold"' in cards[0] and 'class="box pred"' in cards[0]
-    assert 'class="box scored-against"' in cards[0]
+    boxes = [a["class"] for tag, a in _elements(cards[0]) if tag == "rect"]
+    assert boxes == ["box scored-against", "box pred", "box gold"]
+
+
+def _elements(html: str) -> list[tuple[str, dict[str, str]]]:
+    """(tag, attributes) of every element, as a browser's parser reads them."""
+
+    class Collect(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.found: list[tuple[str, dict[str, str]]] = []
+            self.text: list[str] = []
+
+        def handle_starttag(self, tag, attrs) -> None:
+            self.found.append((tag, dict(attrs)))
+
+        def handle_data(self, data) -> None:
+            self.text.append(data)
+
+    parser = Collect()
+    parser.feed(html)
+    parser.close()
+    return parser.found + [("#text", {"text": "".join(parser.text)})]
+
+
+def test_card_text_is_escaped_in_attributes_and_text() -> None:
+    """Quotes, apostrophes and markup in ids, labels and raw responses stay text."""
+    samples, parsed = _image_case()
+    odd = "lp1'\"<b>&"
+    samples.loc[samples.sample_id == "lp1", "sample_id"] = odd
+    parsed.loc[parsed.sample_id == "lp1", "sample_id"] = odd
+    samples.at[1, "options"] = [{"option_id": "A", "label": 'it\'s <i>"A"</i>', "level": None}]
+    scores = score_samples(samples, parsed, ("compatible",))
+    responses = _responses(["fo1", odd], {"fo1": "future_observation", odd: "landmark_position"})
+    responses["raw_text"] = ["</pre><script>x='1'</script>", 'say "hi" & <bye>']
+    records = sample_records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
+    cards = render_cards(records, "m'o\"d")
+    elements = _elements(cards[1])
+    article = next(a for tag, a in elements if tag == "article")
+    assert article["data-sample"] == odd and article["data-model"] == "m'o\"d"
+    tags = [tag for tag, _ in elements]
+    assert tags.count("b") == 1 and "i" not in tags  # the one option's id; its label is text
+    text = elements[-1][1]["text"]
+    assert 'it\'s <i>"A"</i>' in text and 'say "hi" & <bye>' in text
+    first = _elements(cards[0])
+    assert "script" not in [tag for tag, _ in first]
+    assert "</pre><script>x='1'</script>" in first[-1][1]["text"]
 
 
 DEMO_VIDEO = next(
@@ -277,3 +324,18 @@ def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
 def test_missing_prepared_image_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="prepared image missing from the media store"):
         image_thumbnail("/src.jpg", "ab" * 16, tmp_path / "store", tmp_path)
+
+
+def test_timeline_labels_are_escaped() -> None:
+    samples, parsed = _video_case()
+    samples.at[0, "options"] = [
+        {"option_id": "A", "label": "<b>it's</b>", "level": "atomic"},
+        {"option_id": "B", "label": 'a "B"', "level": "composite"},
+    ]
+    scores = score_samples(samples, parsed, ("compatible",))
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    records = sample_records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
+                             MediaIndex({}, {}))  # fmt: skip
+    elements = _elements(render_cards(records, "m")[0])
+    assert [tag for tag, _ in elements].count("b") == 2  # the option ids; labels are text
+    assert "A. <b>it's</b>" in elements[-1][1]["text"] and 'B. a "B"' in elements[-1][1]["text"]

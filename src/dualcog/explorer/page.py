@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.ext
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.stamp import stamp_summary
@@ -42,14 +44,38 @@ LEVEL_TITLES = {"composite": "Composite level", "atomic": "Atomic level",
 BOX_TITLES = {"gold": "gold", "pred": "predicted", "scored-against": "chosen candidate's box"}
 VIDEO_FAMILY = ("behavior", "landmark_visibility")
 
-_ENV = jinja2.Environment(
+
+class _RecordEnvironment(jinja2.Environment):
+    """Looks `r.task` up as a key first: the records are dicts, and Jinja's default (attribute
+    first, then key) pays a failed attribute lookup for each of the ~700k fields rendered."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+class _CollapseNewlines(jinja2.ext.Extension):
+    """Template source: a line break and the indentation around it become one space.
+
+    Same rendering (HTML collapses such whitespace; `<pre>` content only comes from values,
+    never from template text), and about 5 % fewer bytes per card."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return _NEWLINE_RUN.sub(" ", source) if name == "cards.html.j2" else source
+
+
+_NEWLINE_RUN = re.compile(r"[ \t]*\n\s*")
+
+_ENV = _RecordEnvironment(
     loader=jinja2.PackageLoader("dualcog.explorer", "templates"),
+    extensions=[_CollapseNewlines],
     autoescape=jinja2.select_autoescape(["html", "j2"]),
     trim_blocks=True,
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
 )
-_ENV.filters["n"] = lambda value: f"{float(value):.2f}".rstrip("0").rstrip(".")  # SVG numbers
+_ENV.filters["n"] = lambda value: f"{value:.2f}".rstrip("0").rstrip(".")  # SVG numbers
 
 
 def _ticks(duration: float) -> list[float]:
