@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dualcog.tables.model import GROUP_ORDER
+from dualcog.tables.model import GROUP_ORDER, marked_label
 from dualcog.tasks import IMAGE_DIFFICULTIES, IMAGE_TASKS, VIDEO_DIFFICULTIES
 
 MAIN_PARSE = "compatible"
@@ -32,11 +32,7 @@ def model_frame(models: Sequence[Mapping]) -> pd.DataFrame:
     """Index: run name; columns label (display name, marked simulated/replayed), group, rank."""
     rows = []
     for order, model in enumerate(models):
-        label = model.get("display_name") or model["name"]
-        if model.get("backend") == "simulated":
-            label += " (sim.)"
-        if model.get("reasoning_only"):
-            label += " [T]"
+        label = marked_label(model, " (sim.)", " [T]")
         group = model.get("group") or "baseline"
         rank = GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
         rows.append({"model": model["name"], "label": label, "group": group,

@@ -25,6 +25,7 @@ from dualcog.tables.model import (
     Table,
     image_columns,
     legend,
+    marked_label,
     overall_columns,
     video_columns,
 )
@@ -35,11 +36,7 @@ def model_rows(models: Sequence[Mapping]) -> pd.DataFrame:
     """Per configured model, in table order: label (with its marks), group and flags."""
     rows = []
     for order, model in enumerate(models):
-        label = model.get("display_name") or model["name"]
-        if model.get("backend") == "simulated":
-            label += " (simulated)"
-        if model.get("reasoning_only"):
-            label += " ᵀ"
+        label = marked_label(model, " (simulated)", " ᵀ")
         rows.append(
             {
                 "model": model["name"],

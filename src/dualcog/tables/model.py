@@ -18,6 +18,19 @@ GROUP_TITLES = {
     "baseline": "Baselines",
 }
 CHANGE_HEADER = "Change (pp)"
+
+
+def marked_label(model: Mapping[str, Any], simulated_mark: str, thinking_mark: str) -> str:
+    """A run's display name (else its run name) with the marks of a simulated backend and of
+    a Thinking-only run; tables and plot legends differ only in the marks' wording."""
+    label = model.get("display_name") or model["name"]
+    if model.get("backend") == "simulated":
+        label += simulated_mark
+    if model.get("reasoning_only"):
+        label += thinking_mark
+    return label
+
+
 TOKENS_HEADER = "Mean output tokens"
 STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing")
 
