@@ -178,3 +178,9 @@ def test_a_sample_in_two_tasks_prompts_is_refused(tmp_path):
     prompts = replay_prompts(["a1"])
     with pytest.raises(ValueError, match="sample 'a1' more than once"):
         replay_tasks(model, {"self_position": prompts, "behavior": prompts})
+
+
+def test_run_model_refuses_a_sample_twice(tmp_path):
+    prompts = pd.concat([replay_prompts(["a1", "a2"]), replay_prompts(["a2"])], ignore_index=True)
+    with pytest.raises(ValueError, match="sample 'a2' more than once"):
+        _replay(tmp_path / "x.jsonl", prompts)

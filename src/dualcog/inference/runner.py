@@ -20,6 +20,14 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dict(orient="records")
 
 
+def _require_unique_samples(prompt_rows: list[dict[str, Any]]) -> None:
+    seen: set[Any] = set()
+    for row in prompt_rows:
+        if row["sample_id"] in seen:
+            raise ValueError(f"prompts hold sample {row['sample_id']!r} more than once")
+        seen.add(row["sample_id"])
+
+
 def run_model(
     model: Mapping[str, Any],
     prompts: pd.DataFrame,
@@ -37,10 +45,7 @@ def run_model(
             f"model {model['name']!r}: unknown backend {backend!r} (one of {BACKENDS})"
         )
     prompt_rows = _records(prompts)
-    duplicated = prompts["sample_id"].duplicated()
-    if duplicated.any():
-        first = prompts.loc[duplicated, "sample_id"].iloc[0]
-        raise ValueError(f"prompts hold sample {first!r} more than once")
+    _require_unique_samples(prompt_rows)
     if backend in OFFLINE_BACKENDS:
         return responses_frame(_offline(model, backend, prompt_rows, samples, progress))
     if backend == "replay":
@@ -71,11 +76,7 @@ def replay_tasks(
         raise ValueError(f"model {model.get('name')!r}: replay_tasks needs backend replay")
     rows_by_task = {task: _records(frame) for task, frame in prompts_by_task.items()}
     prompt_rows = [row for rows in rows_by_task.values() for row in rows]
-    seen: set[str] = set()
-    for row in prompt_rows:
-        if row["sample_id"] in seen:
-            raise ValueError(f"prompts hold sample {row['sample_id']!r} more than once")
-        seen.add(row["sample_id"])
+    _require_unique_samples(prompt_rows)
     replayed = replay_rows(model, prompt_rows, progress)
     out, at = {}, 0
     for task, rows in rows_by_task.items():
