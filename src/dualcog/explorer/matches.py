@@ -1,8 +1,8 @@
 """Per-interval matches for display, built on the scoring code's own matching.
 
 The scorer (`dualcog.scoring`) reports counts per sample; the explorer also needs which gold
-interval matched which prediction. This module walks the scorer's candidate pairs
-(`_scored_pairs`: its tIoU values and tie order) taking the same greedy decisions, and checks
+interval matched which prediction. This module runs the scorer's own greedy walk
+(`greedy_walk` over `_scored_pairs`: its tIoU values and tie order), keeping indices, and checks
 every result against the scorer's `match_classes` counts, so what is drawn is what was scored.
 """
 
@@ -21,6 +21,7 @@ from dualcog.scoring.intervals import (
     _scored_pairs,
     clip_predicted,
     gold_array,
+    greedy_walk,
     match_classes,
 )
 from dualcog.scoring.video import LEVELS, score_behavior_answer
@@ -52,21 +53,6 @@ class ClassMatch:
         return [p for p in range(len(self.pred)) if p not in hit]
 
 
-def _walk(pairs: list[tuple[float, int, int]], threshold: float) -> list[tuple[int, int, float]]:
-    """The scorer's greedy walk, keeping indices: pairs in order, each side once."""
-    gold_used: set[int] = set()
-    pred_used: set[int] = set()
-    taken = []
-    for value, g, p in pairs:
-        if value < threshold:
-            break
-        if g not in gold_used and p not in pred_used:
-            gold_used.add(g)
-            pred_used.add(p)
-            taken.append((g, p, value))
-    return taken
-
-
 def _pairs(array: np.ndarray) -> list[tuple[float, float]]:
     return [(float(s), float(e)) for s, e in array]
 
@@ -75,8 +61,8 @@ def match_one_class(label: str, gold: np.ndarray, pred: np.ndarray, invalid: int
     match = ClassMatch(label, _pairs(gold), _pairs(pred), invalid)
     if len(gold) and len(pred):
         pairs = _scored_pairs(gold, pred)
-        match.matched = _walk(pairs, F1_THRESHOLD)
-        match.overlap = {g: value for g, _, value in _walk(pairs, 0.0)}
+        match.matched = greedy_walk(pairs, F1_THRESHOLD)
+        match.overlap = {g: value for g, _, value in greedy_walk(pairs, 0.0)}
     return match
 
 

@@ -90,8 +90,11 @@ def _scored_pairs(gold: np.ndarray, pred: np.ndarray) -> list[tuple[float, int, 
     return pairs
 
 
-def _greedy(pairs: list[tuple[float, int, int]], threshold: float) -> list[float]:
-    """Take pairs in order while tIoU >= threshold, each side at most once."""
+def greedy_walk(
+    pairs: list[tuple[float, int, int]], threshold: float
+) -> list[tuple[int, int, float]]:
+    """(gold index, pred index, tIoU) of the pairs taken in order while tIoU >= threshold,
+    each side at most once (the explorer draws these)."""
     gold_used: set[int] = set()
     pred_used: set[int] = set()
     taken = []
@@ -101,8 +104,13 @@ def _greedy(pairs: list[tuple[float, int, int]], threshold: float) -> list[float
         if g not in gold_used and p not in pred_used:
             gold_used.add(g)
             pred_used.add(p)
-            taken.append(value)
+            taken.append((g, p, value))
     return taken
+
+
+def _greedy(pairs: list[tuple[float, int, int]], threshold: float) -> list[float]:
+    """The tIoU of each pair `greedy_walk` takes, in the order taken."""
+    return [value for _, _, value in greedy_walk(pairs, threshold)]
 
 
 def greedy_match(gold: np.ndarray, pred: np.ndarray, threshold: float, strict: bool) -> np.ndarray:
