@@ -124,3 +124,14 @@ class LoopbackServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def max_in_window(arrivals: list[float], window: float) -> int:
+    """The most requests that arrived within any `window` seconds (a rate limit's check)."""
+    arrivals = sorted(arrivals)
+    best, start = 0, 0
+    for end, when in enumerate(arrivals):
+        while when - arrivals[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best

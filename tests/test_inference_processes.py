@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from loopback_server import LoopbackServer, Reply, echo_reply
+from loopback_server import LoopbackServer, Reply, echo_reply, max_in_window
 
 from dualcog import schemas
 from dualcog.inference import cache_path, media_path, run_model
@@ -137,16 +137,6 @@ def test_kill_9_and_resume_resends_no_answered_request(work):
         assert server.resent_after_answer == []
 
 
-def _max_in_window(arrivals: list[float], window: float) -> int:
-    arrivals = sorted(arrivals)
-    best, start = 0, 0
-    for end, when in enumerate(arrivals):
-        while when - arrivals[start] >= window:
-            start += 1
-        best = max(best, end - start + 1)
-    return best
-
-
 TASKS = ("behavior", "visibility", "self_position")
 
 
@@ -166,7 +156,7 @@ def test_rpm_limit_holds_across_a_models_jobs(work):
         run_task_processes(work, model, 6)
         arrivals = sorted(server.arrivals)
     assert len(arrivals) == 18
-    assert _max_in_window(arrivals, 2.0) <= 8
+    assert max_in_window(arrivals, 2.0) <= 8
     # One budget for the three jobs: 17 gaps at the model's spacing, not three budgets' worth.
     assert arrivals[-1] - arrivals[0] >= 17 * (2 + JITTER_GUARD_S) / 8 * 0.95
 

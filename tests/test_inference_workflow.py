@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
-from loopback_server import LoopbackServer, Reply, completion, request_marker
+from loopback_server import LoopbackServer, Reply, completion, max_in_window, request_marker
 from workflow_runner import REPO, run_snakemake, write_config
 
 SECRET = "sk-faults-Vb4Nq8Zr2Tx6Kp3W"
@@ -187,16 +187,6 @@ def _task_of(body: dict, tasks: list[str]) -> str:
     return "behavior" if '"answers"' in body["messages"][0]["content"] else tasks[0]
 
 
-def _max_in_window(arrivals: list[float], window: float) -> int:
-    arrivals = sorted(arrivals)
-    best, start = 0, 0
-    for end, when in enumerate(arrivals):
-        while when - arrivals[start] >= window:
-            start += 1
-        best = max(best, end - start + 1)
-    return best
-
-
 def _job_span(text: str) -> tuple[datetime, datetime]:
     stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})", text, flags=re.M)
     parsed = [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f") for s in stamps]
@@ -217,7 +207,7 @@ def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
         for path in (tmp_path / "results/prompts").glob("*.parquet")
     )
     assert len(arrivals) == distinct_requests > 6 * 15
-    assert _max_in_window(arrivals, window) <= limit
+    assert max_in_window(arrivals, window) <= limit
     spans = [_job_span(text) for text in _infer_logs(tmp_path)]
     assert len(spans) == 6
     # The jobs ran at once (so the limit held across jobs, not by taking turns).
@@ -249,7 +239,7 @@ def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: P
         assert result.returncode == 0, result.stderr[-3000:]
         arrivals = list(server.arrivals)
     assert len(arrivals) == 3 * 16 - 1  # one pair of identical requests is sent once
-    assert _max_in_window(arrivals, window) <= limit
+    assert max_in_window(arrivals, window) <= limit
     spans = [_job_span(text) for text in _infer_logs(tmp_path)]
     latest_start = max(start for start, _ in spans)
     assert sum(start <= latest_start <= end for start, end in spans) >= 2
