@@ -3,9 +3,9 @@
 Snakemake 9 throttles job starts with `--max-jobs-per-timespan` (default 100/1s). While jobs
 wait, every pass of its scheduler loop arms another one-second timer that triggers a further
 pass, so passes multiply with every job event: a run with hundreds of ready jobs spends
-minutes of CPU re-selecting jobs and stat-ing their inputs (measured: 60 % of the Snakemake
-process's CPU in a 45-model run). A local run's jobs are bounded by `--cores` anyway, so the
-throttle does nothing there but cost; on a cluster it protects the batch system and stays.
+minutes of CPU re-selecting jobs and stat-ing their inputs (figures: docs/performance.md).
+A local run's jobs are bounded by `--cores` anyway, so the throttle does nothing there but
+cost; on a cluster it protects the batch system and stays.
 """
 
 from __future__ import annotations
