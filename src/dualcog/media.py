@@ -22,6 +22,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from dualcog.digests import file_digest
 from dualcog.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -65,14 +66,6 @@ class ImageSettings:
 
 def store_path(store: str | Path, key: str, ext: str) -> Path:
     return Path(store) / key[:2] / f"{key}.{ext}"
-
-
-def file_digest(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _key(*parts: str) -> str:

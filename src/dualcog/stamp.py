@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dualcog.digests import file_digest
 from dualcog.errors import ConfigError
 from dualcog.versions import (
     INGEST_VERSION,
@@ -105,8 +106,6 @@ def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    from dualcog.media import file_digest  # PIL: only when stamping
-
     replayed = {
         str(path): file_digest(path if Path(path).is_absolute() else base / path)
         for path in entry.get("replay") or []
@@ -122,8 +121,6 @@ def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
 
 def manifest_digests(manifests: Sequence[str | Path], data_root: str | Path) -> dict[str, str]:
     """SHA-256 of each manifest file, keyed by its path relative to the data root."""
-    from dualcog.media import file_digest
-
     root = Path(data_root).resolve()
     out = {}
     for path in sorted(Path(p) for p in manifests):
