@@ -38,26 +38,28 @@ def flatten(array: pa.Array) -> pa.Array:
     return single(pc.list_flatten(array))
 
 
-def interval_pairs(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Items of a list<list<double>> column: (row, start, end, well formed).
+def interval_lists(
+    intervals: pa.Array,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A list<list<double>> column: per row, where its intervals start and how many; per
+    interval, (start, end, well formed).
 
     Well formed: exactly two numbers; a null or other-length item gives NaN start and end.
     """
-    _, count = list_layout(intervals)
-    owner = np.repeat(np.arange(len(intervals)), count)
+    first, count = list_layout(intervals)
     inner = flatten(intervals)
-    first, lengths = list_layout(inner)
+    at, lengths = list_layout(inner)
     values = floats(flatten(inner))
     pair = lengths == 2
     if pair.all():
-        if np.array_equal(first, np.arange(0, 2 * len(first), 2)):
-            return owner, values[0::2], values[1::2], pair
-        return owner, values[first], values[first + 1], pair
+        if np.array_equal(at, np.arange(0, 2 * len(at), 2)):
+            return first, count, values[0::2], values[1::2], pair
+        return first, count, values[at], values[at + 1], pair
     start = np.full(len(inner), np.nan)
     end = np.full(len(inner), np.nan)
-    start[pair] = values[first[pair]]
-    end[pair] = values[first[pair] + 1]
-    return owner, start, end, pair
+    start[pair] = values[at[pair]]
+    end[pair] = values[at[pair] + 1]
+    return first, count, start, end, pair
 
 
 def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
