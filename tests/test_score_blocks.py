@@ -1,4 +1,4 @@
-"""The scorers work in cache-sized blocks of rows and pairs: the block size changes no value."""
+"""The image scorer works in cache-sized blocks of rows: the block size changes no value."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from score_fixtures import (
     visibility_sample,
 )
 
-from dualcog.scoring import geometry, interval_batch, score_samples
+from dualcog.scoring import geometry, score_samples
 
 
 def _intervals(rng: random.Random, k: int) -> list:
@@ -45,7 +45,6 @@ def test_block_size_changes_no_score(monkeypatch) -> None:
     samples, parsed = _cases()
     whole = score_samples(samples, parsed)
     monkeypatch.setattr(geometry, "_BLOCK", 3)
-    monkeypatch.setattr(interval_batch, "_BLOCK", 3)
     blocked = score_samples(samples, parsed)
     assert whole["iou"].gt(0).any() and whole["tiou_sum"].gt(0).any()  # not vacuous
     assert blocked.equals(whole)

@@ -1,8 +1,9 @@
-"""The vectorized video scorers against the plain per-answer rule, on random cases.
+"""The compiled video scorers (`interval_kernel`) against the plain per-answer rule.
 
 Interval values sit on a coarse grid so that tIoU ties (the greedy tie-breaking) are common;
 intervals may be malformed, reversed, out of range or of unknown duration; option ids may
-repeat, lack an option or a level. Every score column must be identical, floats bit for bit.
+repeat, lack an option or a level, be one letter (their own codes) or longer (a dictionary).
+Every score column must be identical, floats bit for bit.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from score_fixtures import parsed_frame, samples_frame
+from score_fixtures import (
+    behavior_parsed,
+    behavior_sample,
+    parsed_frame,
+    samples_frame,
+    visibility_parsed,
+    visibility_sample,
+)
 
 from dualcog.schemas import PARSED, SAMPLES
 from dualcog.scoring import SCORES, score_samples, score_tables
-from dualcog.scoring.interval_batch import (
-    GroupedIntervals,
-    greedy_pairs,
-    match_groups,
-    sequential_sums,
-)
-from dualcog.scoring.intervals import F1_THRESHOLD, greedy_match, match_classes
+from dualcog.scoring.intervals import tiou
 from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
 from dualcog.scoring.video import (
     EVIDENCE_F1,
@@ -36,7 +38,7 @@ from dualcog.scoring.video import (
 )
 from dualcog.tasks import REQUEST_BY_TASK
 
-IDS = ("A", "B", "C", "D")
+IDS = ("A", "B", "C", "DD")  # "DD": rows holding it take the dictionary codes
 LEVELS = ("composite", "atomic", None, "other")
 GRID = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 10.5, 11.5, math.nan])
 interval = st.one_of(
@@ -236,67 +238,113 @@ def test_visibility_rows_match_the_plain_rule(cases) -> None:
         _check(scores.iloc[i], _plain_visibility(plain_sample, plain_parsed))
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.tuples(GRID, GRID), max_size=6),
-    st.lists(st.tuples(GRID, GRID), max_size=6),
-)
-def test_batch_greedy_equals_sequential_greedy(gold, pred) -> None:
-    gold_arr = np.asarray(gold, float).reshape(-1, 2)
-    pred_arr = np.asarray(pred, float).reshape(-1, 2)
-    zeros_g, zeros_p = np.zeros(len(gold_arr), np.int64), np.zeros(len(pred_arr), np.int64)
-    result = match_groups(
-        GroupedIntervals(zeros_g, gold_arr[:, 0], gold_arr[:, 1]),
-        GroupedIntervals(zeros_p, pred_arr[:, 0], pred_arr[:, 1]),
-        1,
+def _visibility_scores(cases: list[tuple[list, list | None]], duration=10.0) -> pd.DataFrame:
+    """score_samples of one visibility sample per (gold, predicted intervals) case."""
+    samples = samples_frame(
+        [visibility_sample(f"v{i}", 0, gold, duration) for i, (gold, _) in enumerate(cases)]
     )
-    assert result.tp[0] == len(greedy_match(gold_arr, pred_arr, F1_THRESHOLD, strict=False))
-    plain = match_classes({"c": gold_arr}, {"c": pred_arr})
-    assert result.tiou_sum[0] == plain.tiou_sum  # bit for bit
-    assert len(greedy_pairs(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), 0, 0)) == 0
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from([0.25, 0.5, 0.75, 1.0])),
-        max_size=16,
-        unique_by=lambda t: (t[0], t[1]),
+    parsed = parsed_frame(
+        [visibility_parsed(f"v{i}", 0, pred) for i, (_, pred) in enumerate(cases)]
     )
-)
-def test_batch_greedy_takes_the_sequential_pairs_and_tie_breaks(pairs) -> None:
-    """Which pairs are taken (not only how many): ties go to the lower gold, then pred index."""
-    ordered = sorted(pairs, key=lambda t: (-t[2], t[0], t[1]))
-    used_gold, used_pred, expected = set(), set(), []
-    for g, p, _ in ordered:
-        if g not in used_gold and p not in used_pred:
-            used_gold.add(g)
-            used_pred.add(p)
-            expected.append((g, p))
-    gi = np.asarray([t[0] for t in pairs], np.int64)
-    pi = np.asarray([t[1] for t in pairs], np.int64)
-    value = np.asarray([t[2] for t in pairs], float)
-    taken = greedy_pairs(gi, pi, value, 4, 4)
-    assert [(int(gi[k]), int(pi[k])) for k in taken] == expected
+    return score_samples(samples, parsed, parses=("strict",))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
-    st.lists(
-        st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.1, 0.2, 0.3, 1 / 3, 0.7, 1e-17])),
-        max_size=40,
-    ),
-    st.booleans(),
+    st.lists(st.lists(st.tuples(GRID, GRID).map(list), max_size=8), min_size=1, max_size=4),
+    st.lists(st.lists(st.tuples(GRID, GRID).map(list), max_size=8), min_size=1, max_size=4),
 )
-def test_sequential_sums_are_pythons_sums(items, descending) -> None:
-    """Per group, Python's sum in the given order (or largest first), bit for bit."""
-    group = np.asarray([g for g, _ in items], np.int64)
-    values = np.asarray([v for _, v in items], float)
-    expected = []
-    for g in range(6):
-        mine = [v for h, v in items if h == g]
-        expected.append(sum(sorted(mine, reverse=True) if descending else mine))
-    assert sequential_sums(values, group, 6, descending=descending).tolist() == expected
+def test_one_class_of_many_intervals_matches_the_plain_rule(golds, preds) -> None:
+    """Classes of up to 64 pairs: the kernel's small (insertion) and large (merge) sorts."""
+    cases = list(zip(golds, preds, strict=False))
+    scores = _visibility_scores(cases)
+    for i, (gold, pred) in enumerate(cases):
+        plain = score_visibility_answer(gold, pred, 10.0)
+        row = scores.iloc[i]
+        assert row["interval_tp"] == plain.tp and row["interval_fp"] == plain.fp
+        assert row["n_gold_intervals"] == plain.n_gold
+        assert row["tiou_sum"] == plain.tiou_sum  # bit for bit
+
+
+def test_many_overlapping_pairs_in_one_class() -> None:
+    """36 pairs with tIoU > 0 and many ties: the merge sort keeps the (gold, pred) order."""
+    gold = [[float(k), float(k + 3)] for k in range(6)]
+    pred = [[float(k) + 0.5, float(k + 3) + 0.5] for k in range(6)]
+    plain = score_visibility_answer(gold, pred, None)
+    row = _visibility_scores([(gold, pred)], duration=None).iloc[0]
+    assert row["interval_tp"] == plain.tp == 6
+    assert row["tiou_sum"] == plain.tiou_sum
+
+
+def test_ties_go_to_the_lower_gold_then_the_lower_predicted_index() -> None:
+    third = 1 / 3  # inter 1, union 3
+    # Gold [0,2] and [2,4] tie for pred [1,3]: the lower gold takes it, so [3,5] matches [2,4].
+    lower_gold = ([[0.0, 2.0], [2.0, 4.0]], [[1.0, 3.0], [3.0, 5.0]])
+    # Preds [0,2] and [2,4] tie for gold [1,3]: the lower pred takes it, so [2,4] gets [3,5].
+    lower_pred = ([[1.0, 3.0], [3.0, 5.0]], [[0.0, 2.0], [2.0, 4.0]])
+    scores = _visibility_scores([lower_gold, lower_pred])
+    for i in range(2):
+        assert scores.iloc[i]["tiou_sum"] == third + third
+        assert scores.iloc[i]["interval_tp"] == 0 and scores.iloc[i]["interval_fn"] == 2
+
+
+def _behavior_scores(gold: list, answers: list, duration=10.0) -> pd.DataFrame:
+    options = {"A": "atomic", "B": "atomic", "C": "composite", "E": "composite"}
+    sample = behavior_sample("b", options, gold, composite_mission=True, duration=duration)
+    parsed = behavior_parsed("b", answers)
+    scores = score_samples(samples_frame([sample]), parsed_frame([parsed]), parses=("strict",))
+    plain = score_behavior_answer(
+        [{"option_id": k, "level": v} for k, v in options.items()],
+        [{"option_id": k, "level": lv, "intervals": iv} for k, lv, iv in gold],
+        [{"option_id": k, "intervals": iv} for k, iv in answers],
+        duration,
+    )
+    for row, level in zip((0, 1), ("composite", "atomic"), strict=True):
+        counts = plain[level].intervals
+        assert scores.iloc[row]["interval_tp"] == counts.tp
+        assert scores.iloc[row]["interval_fp"] == counts.fp
+        assert scores.iloc[row]["n_gold_intervals"] == counts.n_gold
+        assert scores.iloc[row]["tiou_sum"] == counts.tiou_sum  # bit for bit
+        assert scores.iloc[row]["label_tp"] == plain[level].label_tp
+        assert scores.iloc[row]["label_fp"] == plain[level].label_fp
+        assert scores.iloc[row]["label_fn"] == plain[level].label_fn
+    return scores
+
+
+def test_repeated_items_merge_in_item_order_on_both_sides() -> None:
+    """Gold A = [0,2] then (a later item) [2,4]; answers A = [1,3], then B, then A = [3,5]:
+    the merged orders decide the ties as in `test_ties_go_to_...`."""
+    gold = [("A", "atomic", [[0, 2]]), ("B", "atomic", [[5, 6]]), ("A", "atomic", [[2, 4]])]
+    answers = [("A", [[1, 3]]), ("B", [[5, 6]]), ("A", [[3, 5]])]
+    scores = _behavior_scores(gold, answers)
+    assert scores.iloc[1]["tiou_sum"] == 1.0 + 1 / 3 + 1 / 3  # class A (2 pairs), then B (1.0)
+
+
+def test_tiou_sums_keep_the_plain_order_within_and_across_classes() -> None:
+    """Float addition is not associative: per class in greedy order (tIoU descending) from 0,
+    then class by class in gold order; other orders give other bits here."""
+    # Gold [10 k, 10 k + 10] against pred [10 k, 10 k + 10 v]: tIoU about v, one pair each.
+    values = (0.7, 0.2, 0.1)
+    gold_a = [[10.0 * k, 10.0 * k + 10] for k in range(3)]
+    pred_a = [[10.0 * k, 10.0 * k + 10 * v] for k, v in enumerate(values)]
+    tious = [tiou(g, p) for g, p in zip(gold_a, pred_a, strict=True)]
+    assert sum(sorted(tious)) != sum(sorted(tious, reverse=True))  # the order matters here
+    gold = [("B", "atomic", [[40.0, 50.0]]), ("A", "atomic", gold_a)]
+    answers = [("A", pred_a), ("B", [[40.0, 43.0]])]
+    scores = _behavior_scores(gold, answers, duration=None)
+    class_b = tiou([40.0, 50.0], [40.0, 43.0])
+    assert scores.iloc[1]["tiou_sum"] == (0.0 + class_b) + sum(sorted(tious, reverse=True))
+
+
+def test_rows_larger_than_the_kernels_scratch() -> None:
+    """Rows of many items, classes and intervals (the kernel grows its per-row buffers)."""
+    ids = [f"opt{k}" for k in range(12)]
+    gold = [(ids[k % 12], "atomic" if k % 3 else "composite",
+             [[float(k + j), float(k + j + 2)] for j in range(4)]) for k in range(30)]  # fmt: skip
+    answers = [(ids[k % 12], [[float(k + j) + 0.5, float(k + j) + 2.0] for j in range(5)])
+               for k in range(40)]  # fmt: skip
+    scores = _behavior_scores(gold, answers, duration=None)
+    assert scores["interval_tp"].sum() > 0
 
 
 @settings(max_examples=40, deadline=None)

@@ -8,7 +8,9 @@ import pyarrow.compute as pc
 
 
 def single(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if not isinstance(array, pa.ChunkedArray):
+        return array
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()  # that one copies
 
 
 def flags(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -24,42 +26,38 @@ def floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of a list column: where its items start in `flatten(array)`, and how many."""
+    """Per row of a list column: where its items start in `pc.list_flatten(array)`, and how
+    many."""
     offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
     length = np.diff(offsets)
     if array.null_count == 0:
         return offsets[:-1] - offsets[0], length
-    length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0  # flatten skips
+    length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0  # list_flatten skips
     start = np.cumsum(length) - length
     return start, length
 
 
-def flatten(array: pa.Array) -> pa.Array:
-    return single(pc.list_flatten(array))
+def list_items(array: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """A list column in place: per row, where its items start in `array.values` and how many
+    (none where the row is null), and `array.values`, its items (null rows' included)."""
+    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
+    count = np.diff(offsets)
+    if array.null_count:
+        count[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0
+    return offsets[:-1], count, array.values
 
 
 def interval_lists(
     intervals: pa.Array,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A list<list<double>> column: per row, where its intervals start and how many; per
-    interval, (start, end, well formed).
+    """A list<list<double>> column in place: `list_items` of the rows (first interval, count),
+    `list_items` of the intervals (first number, count), and the numbers (null as NaN).
 
-    Well formed: exactly two numbers; a null or other-length item gives NaN start and end.
+    An interval is well formed when it holds exactly two numbers.
     """
-    first, count = list_layout(intervals)
-    inner = flatten(intervals)
-    at, lengths = list_layout(inner)
-    values = floats(flatten(inner))
-    pair = lengths == 2
-    if pair.all():
-        if np.array_equal(at, np.arange(0, 2 * len(at), 2)):
-            return first, count, values[0::2], values[1::2], pair
-        return first, count, values[at], values[at + 1], pair
-    start = np.full(len(inner), np.nan)
-    end = np.full(len(inner), np.nan)
-    start[pair] = values[at[pair]]
-    end[pair] = values[at[pair] + 1]
-    return first, count, start, end, pair
+    first, count, inner = list_items(intervals)
+    number_first, number_count, numbers = list_items(inner)
+    return first, count, number_first, number_count, floats(numbers)
 
 
 def _one_byte_codes(array: pa.Array) -> np.ndarray | None:

@@ -45,56 +45,60 @@ def row_interval_scores(
     gold_composite,
     gold_interval_first,
     gold_interval_count,
-    gold_start,
-    gold_end,
+    gold_number_first,
+    gold_number_count,
+    gold_numbers,
     answer_first,
     answer_count,
     answer_code,
     answer_interval_first,
     answer_interval_count,
-    answer_start,
-    answer_end,
-    answer_pair,
+    answer_number_first,
+    answer_number_count,
+    answer_numbers,
     n_codes,
+    levels,
     slack,
     threshold,
 ):
-    """Counts at both levels of every row r, at 2 r (composite) and 2 r + 1 (atomic).
+    """Interval and label counts of every row at each level.
 
     Row r is sample `sample_at[r]` (its options and gold items) answered by the items of
     parsed row `parsed_at[r]` when `answered[r]` holds (else nothing is predicted); `limit[r]`
-    is its duration (inf when unknown). Items and intervals are ranges [first, first + count)
-    into the flat arrays; option id codes are below `n_codes`; a gold interval that is not a
-    pair of numbers is NaN. Returns (interval_tp, n_pred_intervals, n_gold_intervals,
-    tiou_sum, label_tp, n_pred_ids, n_gold_ids).
+    is its duration (inf when unknown). Rows of items, items of intervals and intervals of
+    numbers are ranges [first, first + count); an interval is well formed when it has two
+    numbers; option id codes are below `n_codes`. With `levels` 2, row r's composite counts
+    are at 2 r and its atomic ones at 2 r + 1; with `levels` 1 every item must be atomic and
+    row r's counts are at r. Returns (interval_tp, interval_fp, interval_fn, tiou_sum,
+    n_gold_intervals, sample_f1, label_tp, label_fp, label_fn).
     """
     n = len(sample_at)
-    interval_tp = np.zeros(2 * n, np.int64)
-    n_pred = np.zeros(2 * n, np.int64)
-    n_gold = np.zeros(2 * n, np.int64)
-    tiou_sum = np.zeros(2 * n, np.float64)
-    label_tp = np.zeros(2 * n, np.int64)
-    n_pred_ids = np.zeros(2 * n, np.int64)
-    n_gold_ids = np.zeros(2 * n, np.int64)
+    interval_tp = np.zeros(levels * n, np.int64)
+    n_pred = np.zeros(levels * n, np.int64)
+    n_gold = np.zeros(levels * n, np.int64)
+    tiou_sum = np.zeros(levels * n, np.float64)
+    label_tp = np.zeros(levels * n, np.int64)
+    n_pred_ids = np.zeros(levels * n, np.int64)
+    n_gold_ids = np.zeros(levels * n, np.int64)
 
     # Per option id code (and level): reset after each row by walking its items again.
     level_of = np.full(n_codes, -1, np.int64)  # 0 composite, 1 atomic, -1 not listed
     class_of = np.full(2 * n_codes, -1, np.int64)
     predicted = np.zeros(2 * n_codes, np.bool_)
-    # Per row and per class; grown when a row needs more.
+    # Per class of a row, and per interval of a row; grown when a row needs more.
     class_level = np.empty(8, np.int64)
-    class_gold = np.empty(8, np.int64)
+    class_gold = np.empty(8, np.int64)  # how many gold intervals
+    class_gold_at = np.empty(8, np.int64)  # the first one in gold_order (or the gold intervals)
     class_pred = np.empty(8, np.int64)
-    class_gold_at = np.empty(8, np.int64)
-    class_pred_at = np.empty(8, np.int64)
+    class_pred_at = np.empty(8, np.int64)  # the first one in pred_start, pred_end
     fill = np.empty(8, np.int64)
-    gs = np.empty(16, np.float64)
-    ge = np.empty(16, np.float64)
+    item_class = np.empty(8, np.int64)
+    gold_order = np.empty(16, np.int64)
     kept_start = np.empty(16, np.float64)
     kept_end = np.empty(16, np.float64)
     kept_class = np.empty(16, np.int64)
-    ps = np.empty(16, np.float64)
-    pe = np.empty(16, np.float64)
+    sorted_start = np.empty(16, np.float64)
+    sorted_end = np.empty(16, np.float64)
     pair_value = np.empty(64, np.float64)
     pair_gold = np.empty(64, np.int64)
     pair_pred = np.empty(64, np.int64)
@@ -103,22 +107,27 @@ def row_interval_scores(
 
     for r in range(n):
         s = sample_at[r]
-        base = 2 * r
-        for o in range(option_first[s], option_first[s] + option_count[s]):
+        base = levels * r + levels - 2  # + level (0 composite, 1 atomic)
+        o0 = option_first[s]
+        o1 = o0 + option_count[s]
+        for o in range(o0, o1):
             level_of[option_code[o]] = 0 if option_composite[o] else 1  # the last one wins
 
+        # Classes of the gold items. Most classes have one item: their gold intervals are that
+        # item's, in place; when one has several, every class's are listed in gold_order.
         g0 = gold_first[s]
         g1 = g0 + gold_count[s]
         if gold_count[s] > len(class_level):
             size = 2 * gold_count[s]
             class_level = np.empty(size, np.int64)
             class_gold = np.empty(size, np.int64)
-            class_pred = np.empty(size, np.int64)
             class_gold_at = np.empty(size, np.int64)
+            class_pred = np.empty(size, np.int64)
             class_pred_at = np.empty(size, np.int64)
             fill = np.empty(size, np.int64)
+            item_class = np.empty(size, np.int64)
         n_classes = 0
-        total_gold = 0
+        merged = False
         for g in range(g0, g1):
             code = gold_code[g]
             level = 0 if gold_composite[g] else 1
@@ -126,34 +135,40 @@ def row_interval_scores(
                 level_of[code] = level
             key = level * n_codes + code
             c = class_of[key]
+            k = gold_interval_count[g]
             if c < 0:
                 c = n_classes
                 class_of[key] = c
                 class_level[c] = level
-                class_gold[c] = 0
+                class_gold[c] = k
+                class_gold_at[c] = gold_interval_first[g]
                 class_pred[c] = 0
                 n_classes += 1
                 n_gold_ids[base + level] += 1
-            k = gold_interval_count[g]
-            class_gold[c] += k
+            else:
+                class_gold[c] += k
+                merged = True
+            item_class[g - g0] = c
             n_gold[base + level] += k
-            total_gold += k
-        if total_gold > len(gs):
-            gs = np.empty(2 * total_gold, np.float64)
-            ge = np.empty(2 * total_gold, np.float64)
-        at = 0
-        for c in range(n_classes):
-            class_gold_at[c] = at
-            fill[c] = at
-            at += class_gold[c]
-        for g in range(g0, g1):
-            c = class_of[(0 if gold_composite[g] else 1) * n_codes + gold_code[g]]
-            i0 = gold_interval_first[g]
-            for i in range(i0, i0 + gold_interval_count[g]):
-                gs[fill[c]] = gold_start[i]
-                ge[fill[c]] = gold_end[i]
-                fill[c] += 1
+        if merged:
+            at = 0
+            for c in range(n_classes):
+                class_gold_at[c] = at
+                fill[c] = at
+                at += class_gold[c]
+            if at > len(gold_order):
+                gold_order = np.empty(2 * at, np.int64)
+            for g in range(g0, g1):
+                c = item_class[g - g0]
+                at = fill[c]
+                i0 = gold_interval_first[g]
+                for i in range(i0, i0 + gold_interval_count[g]):
+                    gold_order[at] = i
+                    at += 1
+                fill[c] = at
 
+        # Valid predicted intervals of gold classes, clipped, in answer order. Most classes
+        # have one answer item: their intervals are contiguous there; else sorted by class.
         q = parsed_at[r]
         a0 = 0
         a1 = 0
@@ -167,10 +182,11 @@ def row_interval_scores(
             kept_start = np.empty(2 * total_pred, np.float64)
             kept_end = np.empty(2 * total_pred, np.float64)
             kept_class = np.empty(2 * total_pred, np.int64)
-            ps = np.empty(2 * total_pred, np.float64)
-            pe = np.empty(2 * total_pred, np.float64)
+            sorted_start = np.empty(2 * total_pred, np.float64)
+            sorted_end = np.empty(2 * total_pred, np.float64)
         bound = limit[r]
         n_kept = 0
+        contiguous = True
         for a in range(a0, a1):
             code = answer_code[a]
             level = level_of[code]
@@ -189,11 +205,12 @@ def row_interval_scores(
             if c < 0:
                 continue  # a class absent from gold: all false positives
             for i in range(i0, i0 + k):
-                start = answer_start[i]
-                end = answer_end[i]
+                if answer_number_count[i] != 2:
+                    continue  # invalid: a false positive
+                start = answer_numbers[answer_number_first[i]]
+                end = answer_numbers[answer_number_first[i] + 1]
                 if not (
-                    answer_pair[i]
-                    and np.isfinite(start)
+                    np.isfinite(start)
                     and np.isfinite(end)
                     and start >= 0
                     and start < end
@@ -203,18 +220,27 @@ def row_interval_scores(
                 kept_start[n_kept] = start if start < bound else bound
                 kept_end[n_kept] = end if end < bound else bound
                 kept_class[n_kept] = c
+                if class_pred[c] == 0:
+                    class_pred_at[c] = n_kept
+                elif class_pred_at[c] + class_pred[c] != n_kept:
+                    contiguous = False
                 class_pred[c] += 1
                 n_kept += 1
-        at = 0
-        for c in range(n_classes):
-            class_pred_at[c] = at
-            fill[c] = at
-            at += class_pred[c]
-        for m in range(n_kept):
-            c = kept_class[m]
-            ps[fill[c]] = kept_start[m]
-            pe[fill[c]] = kept_end[m]
-            fill[c] += 1
+        pred_start = kept_start
+        pred_end = kept_end
+        if not contiguous:
+            at = 0
+            for c in range(n_classes):
+                class_pred_at[c] = at
+                fill[c] = at
+                at += class_pred[c]
+            for m in range(n_kept):
+                c = kept_class[m]
+                sorted_start[fill[c]] = kept_start[m]
+                sorted_end[fill[c]] = kept_end[m]
+                fill[c] += 1
+            pred_start = sorted_start
+            pred_end = sorted_end
 
         for c in range(n_classes):
             n_g = class_gold[c]
@@ -236,13 +262,16 @@ def row_interval_scores(
             gc = class_gold_at[c]
             pc = class_pred_at[c]
             for i in range(n_g):
-                g_start = gs[gc + i]
-                g_end = ge[gc + i]
+                at = gold_order[gc + i] if merged else gc + i
+                if gold_number_count[at] != 2:
+                    continue  # not a pair of numbers: never matched
+                g_start = gold_numbers[gold_number_first[at]]
+                g_end = gold_numbers[gold_number_first[at] + 1]
                 if np.isnan(g_start) or np.isnan(g_end):
                     continue
                 for j in range(n_p):
-                    p_start = ps[pc + j]
-                    p_end = pe[pc + j]
+                    p_start = pred_start[pc + j]
+                    p_end = pred_end[pc + j]
                     inter = (g_end if g_end < p_end else p_end) - (
                         g_start if g_start > p_start else p_start
                     )
@@ -257,6 +286,11 @@ def row_interval_scores(
                             pair_pred[n_pairs] = j
                             n_pairs += 1
             if n_pairs == 0:
+                continue
+            if n_pairs == 1:  # nothing competes
+                if pair_value[0] >= threshold:
+                    interval_tp[base + class_level[c]] += 1
+                tiou_sum[base + class_level[c]] += pair_value[0]
                 continue
             # Greedy order: tIoU descending; a stable sort keeps (gold, pred) order in ties.
             if n_pairs <= _SORT_BY_INSERTION:
@@ -281,7 +315,6 @@ def row_interval_scores(
                 pair_value[:n_pairs] = sorted_value
                 pair_gold[:n_pairs] = sorted_gold
                 pair_pred[:n_pairs] = sorted_pred
-            level = class_level[c]
             hits = 0
             for k in range(n_pairs):
                 if pair_value[k] < threshold:
@@ -292,8 +325,10 @@ def row_interval_scores(
                     gold_used[g] = True
                     pred_used[p] = True
                     hits += 1
-            gold_used[:n_g] = False
-            pred_used[:n_p] = False
+            for i in range(n_g):
+                gold_used[i] = False
+            for j in range(n_p):
+                pred_used[j] = False
             class_sum = 0.0
             for k in range(n_pairs):
                 g = pair_gold[k]
@@ -302,10 +337,12 @@ def row_interval_scores(
                     gold_used[g] = True
                     pred_used[p] = True
                     class_sum += pair_value[k]
-            gold_used[:n_g] = False
-            pred_used[:n_p] = False
-            interval_tp[base + level] += hits
-            tiou_sum[base + level] += class_sum
+            for i in range(n_g):
+                gold_used[i] = False
+            for j in range(n_p):
+                pred_used[j] = False
+            interval_tp[base + class_level[c]] += hits
+            tiou_sum[base + class_level[c]] += class_sum
 
         for a in range(a0, a1):
             code = answer_code[a]
@@ -316,6 +353,24 @@ def row_interval_scores(
             class_of[code] = -1
             class_of[n_codes + code] = -1
             level_of[code] = -1
-        for o in range(option_first[s], option_first[s] + option_count[s]):
+        for o in range(o0, o1):
             level_of[option_code[o]] = -1
-    return interval_tp, n_pred, n_gold, tiou_sum, label_tp, n_pred_ids, n_gold_ids
+
+    interval_fp = n_pred - interval_tp
+    interval_fn = n_gold - interval_tp
+    sample_f1 = np.ones(levels * n, np.float64)  # nothing to find, nothing predicted
+    for k in range(levels * n):
+        denominator = 2 * interval_tp[k] + interval_fp[k] + interval_fn[k]
+        if denominator != 0:
+            sample_f1[k] = 2 * interval_tp[k] / denominator  # as intervals.f1_score
+    return (
+        interval_tp,
+        interval_fp,
+        interval_fn,
+        tiou_sum,
+        n_gold,
+        sample_f1,
+        label_tp,
+        n_pred_ids - label_tp,
+        n_gold_ids - label_tp,
+    )

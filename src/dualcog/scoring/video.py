@@ -19,9 +19,8 @@ from dualcog.scoring.columns import (
     codes,
     dictionary_size,
     flags,
-    flatten,
     interval_lists,
-    list_layout,
+    list_items,
     single,
 )
 from dualcog.scoring.intervals import (
@@ -134,19 +133,12 @@ def _limits(duration: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(duration), duration, np.inf)
 
 
-def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    denominator = 2 * tp + fp + fn
-    out = np.ones(len(tp))
-    nonzero = denominator != 0
-    out[nonzero] = 2 * tp[nonzero] / denominator[nonzero]
-    return out
-
-
 @dataclass(frozen=True)
 class _Items:
-    """The items of a list column as flat arrays: per row, where its items start and how many;
-    per item, an option id code, whether it is composite, and where its intervals start and
-    how many; per interval, start, end and whether it is a pair of numbers."""
+    """The items of a list column in place (`columns.list_items`): per row, where its items
+    start and how many; per item, an option id code, whether it is composite, and its
+    intervals (`columns.interval_lists`: per item, where its intervals start and how many; per
+    interval, where its numbers start and how many; the numbers)."""
 
     first: np.ndarray
     count: np.ndarray
@@ -154,21 +146,12 @@ class _Items:
     composite: np.ndarray
     interval_first: np.ndarray
     interval_count: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    pair: np.ndarray
+    number_first: np.ndarray
+    number_count: np.ndarray
+    numbers: np.ndarray
 
 
-def _list_column(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Per row, where its items start in the flattened items and how many; those items."""
-    column = single(column)
-    first, count = list_layout(column)
-    return first, count, flatten(column)
-
-
-def _no_intervals() -> tuple[np.ndarray, ...]:
-    empty = np.empty(0, np.int64)
-    return empty, empty, np.empty(0), np.empty(0), np.empty(0, bool)
+_NO_INTERVALS = (np.empty(0, np.int64),) * 4 + (np.empty(0),)
 
 
 def _interval_scores(
@@ -178,44 +161,50 @@ def _interval_scores(
     gold: _Items,
     answers: _Items,
     n_codes: int,
+    levels: int,
 ) -> dict[str, np.ndarray]:
-    """Interval and label columns at both levels of every row of `source` (row r at 2 r
-    composite, 2 r + 1 atomic): options and gold items per sample, answer items per parsed
-    row, used where `answered` holds; option id codes below `n_codes`."""
+    """Interval and label columns of every row of `source` at each level (`levels` 2: row r
+    at 2 r composite, 2 r + 1 atomic; 1: every item atomic, row r at r): options and gold
+    items per sample, answer items per parsed row, used where `answered` holds; option id
+    codes below `n_codes`."""
     # numba's import costs ~0.2 s: only the jobs that score video pay it, not every importer
     # of dualcog.scoring.
     from dualcog.scoring.interval_kernel import row_interval_scores
 
-    def c(array: np.ndarray) -> np.ndarray:  # the kernel is compiled for contiguous arrays
-        return np.ascontiguousarray(array)
-
-    tp, n_pred, n_gold, tiou_sum, label_tp, n_pred_ids, n_gold_ids = row_interval_scores(
-        c(source.sample_at.astype(np.int64, copy=False)),
-        c(source.parsed_at.astype(np.int64, copy=False)),
-        c(answered),
+    columns = row_interval_scores(
+        source.sample_at.astype(np.int64, copy=False),
+        source.parsed_at.astype(np.int64, copy=False),
+        answered,
         _limits(source.sample_floats("duration_sec")),
-        *(c(a) for a in (options.first, options.count, options.code, options.composite)),
-        *(c(a) for a in (gold.first, gold.count, gold.code, gold.composite)),
-        *(c(a) for a in (gold.interval_first, gold.interval_count, gold.start, gold.end)),
-        *(c(a) for a in (answers.first, answers.count, answers.code)),
-        *(c(a) for a in (answers.interval_first, answers.interval_count)),
-        *(c(a) for a in (answers.start, answers.end, answers.pair)),
+        options.first,
+        options.count,
+        options.code,
+        options.composite,
+        gold.first,
+        gold.count,
+        gold.code,
+        gold.composite,
+        gold.interval_first,
+        gold.interval_count,
+        gold.number_first,
+        gold.number_count,
+        gold.numbers,
+        answers.first,
+        answers.count,
+        answers.code,
+        answers.interval_first,
+        answers.interval_count,
+        answers.number_first,
+        answers.number_count,
+        answers.numbers,
         n_codes,
+        levels,
         DURATION_SLACK_SEC,
         F1_THRESHOLD,
     )
-    fp, fn = n_pred - tp, n_gold - tp
-    return {
-        "interval_tp": tp,
-        "interval_fp": fp,
-        "interval_fn": fn,
-        "tiou_sum": tiou_sum,
-        "n_gold_intervals": n_gold,
-        "sample_f1_50": _f1(tp, fp, fn),
-        "label_tp": label_tp,
-        "label_fp": n_pred_ids - label_tp,
-        "label_fn": n_gold_ids - label_tp,
-    }
+    names = ("interval_tp", "interval_fp", "interval_fn", "tiou_sum", "n_gold_intervals",
+             "sample_f1_50", "label_tp", "label_fp", "label_fn")  # fmt: skip
+    return dict(zip(names, columns, strict=True))
 
 
 def _row_columns(source: RowSource, repeat: int) -> dict[str, np.ndarray | pa.Array]:
@@ -254,9 +243,9 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     """
     n = len(source)
     valid = source.parsed_flag("answers_valid")
-    option_first, option_count, option_items = _list_column(source.samples["options"])
-    gold_first, gold_count, gold_items = _list_column(source.samples["gold_items"])
-    answer_first, answer_count, answer_items = _list_column(source.parsed["answers"])
+    option_first, option_count, option_items = list_items(single(source.samples["options"]))
+    gold_first, gold_count, gold_items = list_items(single(source.samples["gold_items"]))
+    answer_first, answer_count, answer_items = list_items(single(source.parsed["answers"]))
     option_code, gold_code, answer_code = codes(
         option_items.field("option_id"),
         gold_items.field("option_id"),
@@ -270,7 +259,7 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
             option_count,
             option_code,
             _is_composite(option_items.field("level")),
-            *_no_intervals(),
+            *_NO_INTERVALS,
         ),
         _Items(
             gold_first,
@@ -287,6 +276,7 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
             *interval_lists(answer_items.field("intervals")),
         ),
         dictionary_size(option_code, gold_code, answer_code),
+        levels=2,
     )
     label_tp, label_fp, label_fn = (counts.pop(k) for k in ("label_tp", "label_fp", "label_fn"))
 
@@ -341,6 +331,8 @@ def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     # parsed row, of one option id.
     n_samples, n_parsed = source.samples.num_rows, source.parsed.num_rows
     nothing = np.zeros(n_samples, np.int64)
+    no_code = np.empty(0, np.int64)
+    no_options = _Items(nothing, nothing, no_code, np.empty(0, bool), *_NO_INTERVALS)
     gold = _Items(
         np.arange(n_samples),
         np.ones(n_samples, np.int64),
@@ -355,20 +347,9 @@ def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
         np.zeros(n_parsed, bool),
         *interval_lists(single(source.parsed["visible_intervals"])),
     )
-    no_code = np.empty(0, np.int64)
-    no_options = _Items(nothing, nothing, no_code, np.empty(0, bool), *_no_intervals())
-    both_levels = _interval_scores(source, intervals_ok, no_options, gold, answers, 1)
-    counts = {
-        name: both_levels[name][1::2].copy()
-        for name in (
-            "interval_tp",
-            "interval_fp",
-            "interval_fn",
-            "tiou_sum",
-            "n_gold_intervals",
-            "sample_f1_50",
-        )
-    }
+    counts = _interval_scores(source, intervals_ok, no_options, gold, answers, 1, levels=1)
+    for name in ("label_tp", "label_fp", "label_fn"):
+        del counts[name]
     count = source.parsed_floats("visible_count")
     gold_count = source.sample_floats("gold_visible_count")
     with np.errstate(invalid="ignore"):
