@@ -274,18 +274,31 @@ def test_many_overlapping_pairs_in_one_class() -> None:
     row = _visibility_scores([(gold, pred)], duration=None).iloc[0]
     assert row["interval_tp"] == plain.tp == 6
     assert row["tiou_sum"] == plain.tiou_sum
+    # 9 copies of the first case of `test_ties_go_to_the_lower_gold...` side by side in one
+    # class: 27 pairs, all of tIoU 1/3, where only the (gold, pred) order takes 2 per copy.
+    gold = [[10.0 * k + a, 10.0 * k + a + 2] for k in range(9) for a in (0, 2)]
+    pred = [[10.0 * k + a, 10.0 * k + a + 2] for k in range(9) for a in (3, 1)]
+    expected = 0.0
+    for _ in range(18):
+        expected += 1 / 3
+    assert score_visibility_answer(gold, pred, None).tiou_sum == expected
+    assert _visibility_scores([(gold, pred)], duration=None).iloc[0]["tiou_sum"] == expected
 
 
 def test_ties_go_to_the_lower_gold_then_the_lower_predicted_index() -> None:
-    third = 1 / 3  # inter 1, union 3
-    # Gold [0,2] and [2,4] tie for pred [1,3]: the lower gold takes it, so [3,5] matches [2,4].
-    lower_gold = ([[0.0, 2.0], [2.0, 4.0]], [[1.0, 3.0], [3.0, 5.0]])
-    # Preds [0,2] and [2,4] tie for gold [1,3]: the lower pred takes it, so [2,4] gets [3,5].
-    lower_pred = ([[1.0, 3.0], [3.0, 5.0]], [[0.0, 2.0], [2.0, 4.0]])
+    third = 1 / 3  # every pair below: inter 1, union 3
+    # Gold [0,2] and [2,4] tie for pred [1,3]; [2,4] also ties with [3,5]. Lower gold first:
+    # [0,2]-[1,3], then [2,4]-[3,5]; taking [2,4]-[1,3] first would leave one match.
+    lower_gold = ([[0.0, 2.0], [2.0, 4.0]], [[3.0, 5.0], [1.0, 3.0]])
+    # Preds [2,4] and [0,2] tie for gold [1,3]; [2,4] also ties with gold [3,5]. Lower pred
+    # first: [1,3]-[2,4], which leaves [3,5] and [0,2] unmatched.
+    lower_pred = ([[1.0, 3.0], [3.0, 5.0]], [[2.0, 4.0], [0.0, 2.0]])
     scores = _visibility_scores([lower_gold, lower_pred])
+    assert scores.iloc[0]["tiou_sum"] == third + third
+    assert scores.iloc[0]["interval_fn"] == 2
+    assert scores.iloc[1]["tiou_sum"] == third
     for i in range(2):
-        assert scores.iloc[i]["tiou_sum"] == third + third
-        assert scores.iloc[i]["interval_tp"] == 0 and scores.iloc[i]["interval_fn"] == 2
+        assert scores.iloc[i]["interval_tp"] == 0
 
 
 def _behavior_scores(gold: list, answers: list, duration=10.0) -> pd.DataFrame:
@@ -312,12 +325,12 @@ def _behavior_scores(gold: list, answers: list, duration=10.0) -> pd.DataFrame:
 
 
 def test_repeated_items_merge_in_item_order_on_both_sides() -> None:
-    """Gold A = [0,2] then (a later item) [2,4]; answers A = [1,3], then B, then A = [3,5]:
-    the merged orders decide the ties as in `test_ties_go_to_...`."""
+    """Gold A = [0,2] then (a later item) [2,4]; answers A = [3,5], then B, then A = [1,3]:
+    the merged orders decide the ties as in `test_ties_go_to_the_lower_gold...`."""
     gold = [("A", "atomic", [[0, 2]]), ("B", "atomic", [[5, 6]]), ("A", "atomic", [[2, 4]])]
-    answers = [("A", [[1, 3]]), ("B", [[5, 6]]), ("A", [[3, 5]])]
+    answers = [("A", [[3, 5]]), ("B", [[5, 6]]), ("A", [[1, 3]])]
     scores = _behavior_scores(gold, answers)
-    assert scores.iloc[1]["tiou_sum"] == 1.0 + 1 / 3 + 1 / 3  # class A (2 pairs), then B (1.0)
+    assert scores.iloc[1]["tiou_sum"] == (0.0 + (1 / 3 + 1 / 3)) + 1.0  # class A, then B
 
 
 def test_tiou_sums_keep_the_plain_order_within_and_across_classes() -> None:
