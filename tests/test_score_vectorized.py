@@ -385,3 +385,67 @@ def test_joined_row_scorers_equal_score_tables(behavior, visibility) -> None:
     joined = pa.concat_tables(got)
     for name in SCORES.names:
         assert joined[name].to_pylist() == table[name].to_pylist(), name
+
+
+def _spanning_nulls(column: pa.ChunkedArray, junk: object) -> pa.Array:
+    """The same list column with every null row spanning a `junk` item (Arrow allows it)."""
+    rows = column.to_pylist()
+    items, offsets = [], [0]
+    for row in rows:
+        items.extend([junk] if row is None else row)
+        offsets.append(len(items))
+    mask = pa.array([row is None for row in rows])
+    values = pa.array(items, type=column.type.value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=mask)
+
+
+def test_null_rows_spanning_items_predict_and_hold_nothing() -> None:
+    options = {"A": "atomic", "C": "composite"}
+    samples = [
+        behavior_sample("b0", options, [("A", "atomic", [[0, 4]])], True),
+        behavior_sample("b1", options, [("A", "atomic", None), ("C", "composite", [[1, 2]])], True),
+        {**behavior_sample("b2", options, [], False), "gold_items": None},
+        visibility_sample("v0", 1, None),
+        visibility_sample("v1", 1, [[0, 2]]),
+    ]
+    parsed = [
+        {**behavior_parsed("b0", []), "answers": None},  # valid, yet no items
+        behavior_parsed("b1", [("A", None), ("C", [[1, 2]])]),
+        behavior_parsed("b2", [("A", [[0, 1]])]),
+        visibility_parsed("v0", 1, [[0, 2]]),
+        {**visibility_parsed("v1", 1, []), "visible_intervals": None},
+    ]
+    samples = as_table(samples_frame(samples), SAMPLES)
+    parsed = as_table(parsed_frame(parsed), PARSED)
+    expected = score_tables(samples, parsed, ("strict",))
+    interval = [0.0, 60.0]
+    spanning = {
+        "gold_items": {"option_id": "A", "label": "x", "level": "atomic", "intervals": [interval]},
+        "gold_visible_intervals": interval,
+    }
+    for name, junk in spanning.items():
+        samples = samples.set_column(
+            samples.schema.get_field_index(name), name, _spanning_nulls(samples[name], junk)
+        )
+    parsed_junk = {"answers": {"option_id": "A", "intervals": [interval]},
+                   "visible_intervals": interval}  # fmt: skip
+    for name, junk in parsed_junk.items():
+        parsed = parsed.set_column(
+            parsed.schema.get_field_index(name), name, _spanning_nulls(parsed[name], junk)
+        )
+    answers = parsed["answers"].combine_chunks()
+    inner = answers.values.field("intervals")  # b1's ("A", None) spans nothing yet: make it so
+    answers = pa.ListArray.from_arrays(
+        answers.offsets,
+        pa.StructArray.from_arrays(
+            [answers.values.field("option_id"), _spanning_nulls(pa.chunked_array([inner]),
+                                                                interval)],
+            names=["option_id", "intervals"],
+        ),
+        mask=answers.is_null(),
+    )  # fmt: skip
+    parsed = parsed.set_column(parsed.schema.get_field_index("answers"), "answers", answers)
+    assert (np.diff(parsed["visible_intervals"].combine_chunks().offsets.to_numpy()) > 0).all()
+    got = score_tables(samples, parsed, ("strict",))
+    assert got.equals(expected)
+    assert sum(expected["interval_fp"].to_pylist()) > 0  # answers are scored at all

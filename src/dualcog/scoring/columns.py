@@ -37,27 +37,25 @@ def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return start, length
 
 
-def list_items(array: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """A list column in place: per row, where its items start in `array.values` and how many
-    (none where the row is null), and `array.values`, its items (null rows' included)."""
-    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
-    count = np.diff(offsets)
+def list_offsets(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """A list column in place: offsets (row i's items are values[offsets[i]:offsets[i + 1]],
+    none for a null row) and values. Arrow's own offsets unless a null row spans items."""
+    offsets = array.offsets.to_numpy()
     if array.null_count:
-        count[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0
-    return offsets[:-1], count, array.values
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+        if (offsets[1:][~valid] != offsets[:-1][~valid]).any():
+            start, length = list_layout(array)
+            offsets = np.append(start, start[-1] + length[-1]).astype(offsets.dtype)
+            return offsets, pc.list_flatten(array)
+    return offsets, array.values
 
 
-def interval_lists(
-    intervals: pa.Array,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A list<list<double>> column in place: `list_items` of the rows (first interval, count),
-    `list_items` of the intervals (first number, count), and the numbers (null as NaN).
-
-    An interval is well formed when it holds exactly two numbers.
-    """
-    first, count, inner = list_items(intervals)
-    number_first, number_count, numbers = list_items(inner)
-    return first, count, number_first, number_count, floats(numbers)
+def interval_lists(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A list<list<double>> column in place: offsets of each row's intervals, offsets of each
+    interval's numbers, and the numbers (null as NaN). A well-formed interval has two."""
+    interval_offsets, inner = list_offsets(intervals)
+    number_offsets, numbers = list_offsets(inner)
+    return interval_offsets, number_offsets, floats(numbers)
 
 
 def _one_byte_codes(array: pa.Array) -> np.ndarray | None:

@@ -35,26 +35,19 @@ def row_interval_scores(
     parsed_at,
     answered,
     limit,
-    option_first,
-    option_count,
+    option_offsets,
     option_code,
     option_composite,
-    gold_first,
-    gold_count,
+    gold_offsets,
     gold_code,
     gold_composite,
-    gold_interval_first,
-    gold_interval_count,
-    gold_number_first,
-    gold_number_count,
+    gold_interval_offsets,
+    gold_number_offsets,
     gold_numbers,
-    answer_first,
-    answer_count,
+    answer_offsets,
     answer_code,
-    answer_interval_first,
-    answer_interval_count,
-    answer_number_first,
-    answer_number_count,
+    answer_interval_offsets,
+    answer_number_offsets,
     answer_numbers,
     n_codes,
     levels,
@@ -65,12 +58,13 @@ def row_interval_scores(
 
     Row r is sample `sample_at[r]` (its options and gold items) answered by the items of
     parsed row `parsed_at[r]` when `answered[r]` holds (else nothing is predicted); `limit[r]`
-    is its duration (inf when unknown). Rows of items, items of intervals and intervals of
-    numbers are ranges [first, first + count); an interval is well formed when it has two
-    numbers; option id codes are below `n_codes`. With `levels` 2, row r's composite counts
-    are at 2 r and its atomic ones at 2 r + 1; with `levels` 1 every item must be atomic and
-    row r's counts are at r. Returns (interval_tp, interval_fp, interval_fn, tiou_sum,
-    n_gold_intervals, sample_f1, label_tp, label_fp, label_fn).
+    is its duration (inf when unknown). Items, intervals and numbers are given by offsets, as
+    in Arrow list arrays: row i's items are [offsets[i], offsets[i + 1]), null rows empty; an
+    interval is well formed when it has two numbers; option id codes are below `n_codes`.
+    With `levels` 2, row r's composite counts are at 2 r and its atomic ones at 2 r + 1; with
+    `levels` 1 every item must be atomic and row r's counts are at r. Returns (interval_tp,
+    interval_fp, interval_fn, tiou_sum, n_gold_intervals, sample_f1, label_tp, label_fp,
+    label_fn).
     """
     n = len(sample_at)
     interval_tp = np.zeros(levels * n, np.int64)
@@ -108,17 +102,17 @@ def row_interval_scores(
     for r in range(n):
         s = sample_at[r]
         base = levels * r + levels - 2  # + level (0 composite, 1 atomic)
-        o0 = option_first[s]
-        o1 = o0 + option_count[s]
+        o0 = option_offsets[s]
+        o1 = option_offsets[s + 1]
         for o in range(o0, o1):
             level_of[option_code[o]] = 0 if option_composite[o] else 1  # the last one wins
 
         # Classes of the gold items. Most classes have one item: their gold intervals are that
         # item's, in place; when one has several, every class's are listed in gold_order.
-        g0 = gold_first[s]
-        g1 = g0 + gold_count[s]
-        if gold_count[s] > len(class_level):
-            size = 2 * gold_count[s]
+        g0 = gold_offsets[s]
+        g1 = gold_offsets[s + 1]
+        if g1 - g0 > len(class_level):
+            size = 2 * (g1 - g0)
             class_level = np.empty(size, np.int64)
             class_gold = np.empty(size, np.int64)
             class_gold_at = np.empty(size, np.int64)
@@ -135,13 +129,13 @@ def row_interval_scores(
                 level_of[code] = level
             key = level * n_codes + code
             c = class_of[key]
-            k = gold_interval_count[g]
+            k = gold_interval_offsets[g + 1] - gold_interval_offsets[g]
             if c < 0:
                 c = n_classes
                 class_of[key] = c
                 class_level[c] = level
                 class_gold[c] = k
-                class_gold_at[c] = gold_interval_first[g]
+                class_gold_at[c] = gold_interval_offsets[g]
                 class_pred[c] = 0
                 n_classes += 1
                 n_gold_ids[base + level] += 1
@@ -161,8 +155,7 @@ def row_interval_scores(
             for g in range(g0, g1):
                 c = item_class[g - g0]
                 at = fill[c]
-                i0 = gold_interval_first[g]
-                for i in range(i0, i0 + gold_interval_count[g]):
+                for i in range(gold_interval_offsets[g], gold_interval_offsets[g + 1]):
                     gold_order[at] = i
                     at += 1
                 fill[c] = at
@@ -173,11 +166,11 @@ def row_interval_scores(
         a0 = 0
         a1 = 0
         if answered[r] and q >= 0:
-            a0 = answer_first[q]
-            a1 = a0 + answer_count[q]
+            a0 = answer_offsets[q]
+            a1 = answer_offsets[q + 1]
         total_pred = 0
-        for a in range(a0, a1):
-            total_pred += answer_interval_count[a]
+        if a1 > a0:
+            total_pred = answer_interval_offsets[a1] - answer_interval_offsets[a0]
         if total_pred > len(kept_start):
             kept_start = np.empty(2 * total_pred, np.float64)
             kept_end = np.empty(2 * total_pred, np.float64)
@@ -199,16 +192,17 @@ def row_interval_scores(
                 n_pred_ids[base + level] += 1
                 if c >= 0:
                     label_tp[base + level] += 1
-            i0 = answer_interval_first[a]
-            k = answer_interval_count[a]
+            i0 = answer_interval_offsets[a]
+            k = answer_interval_offsets[a + 1] - i0
             n_pred[base + level] += k
             if c < 0:
                 continue  # a class absent from gold: all false positives
             for i in range(i0, i0 + k):
-                if answer_number_count[i] != 2:
+                number = answer_number_offsets[i]
+                if answer_number_offsets[i + 1] - number != 2:
                     continue  # invalid: a false positive
-                start = answer_numbers[answer_number_first[i]]
-                end = answer_numbers[answer_number_first[i] + 1]
+                start = answer_numbers[number]
+                end = answer_numbers[number + 1]
                 if not (
                     np.isfinite(start)
                     and np.isfinite(end)
@@ -263,10 +257,11 @@ def row_interval_scores(
             pc = class_pred_at[c]
             for i in range(n_g):
                 at = gold_order[gc + i] if merged else gc + i
-                if gold_number_count[at] != 2:
+                number = gold_number_offsets[at]
+                if gold_number_offsets[at + 1] - number != 2:
                     continue  # not a pair of numbers: never matched
-                g_start = gold_numbers[gold_number_first[at]]
-                g_end = gold_numbers[gold_number_first[at] + 1]
+                g_start = gold_numbers[number]
+                g_end = gold_numbers[number + 1]
                 if np.isnan(g_start) or np.isnan(g_end):
                     continue
                 for j in range(n_p):

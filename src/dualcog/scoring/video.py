@@ -20,7 +20,7 @@ from dualcog.scoring.columns import (
     dictionary_size,
     flags,
     interval_lists,
-    list_items,
+    list_offsets,
     single,
 )
 from dualcog.scoring.intervals import (
@@ -135,23 +135,19 @@ def _limits(duration: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Items:
-    """The items of a list column in place (`columns.list_items`): per row, where its items
-    start and how many; per item, an option id code, whether it is composite, and its
-    intervals (`columns.interval_lists`: per item, where its intervals start and how many; per
-    interval, where its numbers start and how many; the numbers)."""
+    """The items of a list column in place (`columns.list_offsets`): offsets of each row's
+    items; per item, an option id code and whether it is composite; offsets of each item's
+    intervals, of each interval's numbers, and the numbers (`columns.interval_lists`)."""
 
-    first: np.ndarray
-    count: np.ndarray
+    offsets: np.ndarray
     code: np.ndarray
     composite: np.ndarray
-    interval_first: np.ndarray
-    interval_count: np.ndarray
-    number_first: np.ndarray
-    number_count: np.ndarray
+    interval_offsets: np.ndarray
+    number_offsets: np.ndarray
     numbers: np.ndarray
 
 
-_NO_INTERVALS = (np.empty(0, np.int64),) * 4 + (np.empty(0),)
+_NO_INTERVALS = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.empty(0))
 
 
 def _interval_scores(
@@ -176,26 +172,19 @@ def _interval_scores(
         source.parsed_at.astype(np.int64, copy=False),
         answered,
         _limits(source.sample_floats("duration_sec")),
-        options.first,
-        options.count,
+        options.offsets,
         options.code,
         options.composite,
-        gold.first,
-        gold.count,
+        gold.offsets,
         gold.code,
         gold.composite,
-        gold.interval_first,
-        gold.interval_count,
-        gold.number_first,
-        gold.number_count,
+        gold.interval_offsets,
+        gold.number_offsets,
         gold.numbers,
-        answers.first,
-        answers.count,
+        answers.offsets,
         answers.code,
-        answers.interval_first,
-        answers.interval_count,
-        answers.number_first,
-        answers.number_count,
+        answers.interval_offsets,
+        answers.number_offsets,
         answers.numbers,
         n_codes,
         levels,
@@ -243,9 +232,9 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     """
     n = len(source)
     valid = source.parsed_flag("answers_valid")
-    option_first, option_count, option_items = list_items(single(source.samples["options"]))
-    gold_first, gold_count, gold_items = list_items(single(source.samples["gold_items"]))
-    answer_first, answer_count, answer_items = list_items(single(source.parsed["answers"]))
+    option_offsets, option_items = list_offsets(single(source.samples["options"]))
+    gold_offsets, gold_items = list_offsets(single(source.samples["gold_items"]))
+    answer_offsets, answer_items = list_offsets(single(source.parsed["answers"]))
     option_code, gold_code, answer_code = codes(
         option_items.field("option_id"),
         gold_items.field("option_id"),
@@ -255,22 +244,19 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
         source,
         valid,
         _Items(
-            option_first,
-            option_count,
+            option_offsets,
             option_code,
             _is_composite(option_items.field("level")),
             *_NO_INTERVALS,
         ),
         _Items(
-            gold_first,
-            gold_count,
+            gold_offsets,
             gold_code,
             _is_composite(gold_items.field("level")),
             *interval_lists(gold_items.field("intervals")),
         ),
         _Items(
-            answer_first,
-            answer_count,
+            answer_offsets,
             answer_code,
             np.zeros(len(answer_code), bool),  # an answer's level is its option's
             *interval_lists(answer_items.field("intervals")),
@@ -330,19 +316,17 @@ def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     # One class per row, at the atomic level: one gold item per sample, one answer item per
     # parsed row, of one option id.
     n_samples, n_parsed = source.samples.num_rows, source.parsed.num_rows
-    nothing = np.zeros(n_samples, np.int64)
-    no_code = np.empty(0, np.int64)
-    no_options = _Items(nothing, nothing, no_code, np.empty(0, bool), *_NO_INTERVALS)
+    no_options = _Items(
+        np.zeros(n_samples + 1, np.int32), np.empty(0, np.int64), np.empty(0, bool), *_NO_INTERVALS
+    )
     gold = _Items(
-        np.arange(n_samples),
-        np.ones(n_samples, np.int64),
-        nothing,
+        np.arange(n_samples + 1, dtype=np.int32),
+        np.zeros(n_samples, np.int64),
         np.zeros(n_samples, bool),
         *interval_lists(single(source.samples["gold_visible_intervals"])),
     )
     answers = _Items(
-        np.arange(n_parsed),
-        np.ones(n_parsed, np.int64),
+        np.arange(n_parsed + 1, dtype=np.int32),
         np.zeros(n_parsed, np.int64),
         np.zeros(n_parsed, bool),
         *interval_lists(single(source.parsed["visible_intervals"])),
