@@ -29,7 +29,9 @@ import numpy as np
 _SORT_BY_INSERTION = 24  # pairs of one class; more go through a stable merge sort
 
 
-@numba.njit(cache=True)
+# error_model="numpy": a division by zero gives inf or NaN (as in numpy) instead of raising,
+# so tIoU is computed without a branch; such values are never kept. Not fastmath.
+@numba.njit(cache=True, error_model="numpy")
 def row_interval_scores(
     sample_at,
     parsed_at,
@@ -70,6 +72,7 @@ def row_interval_scores(
     interval_tp = np.zeros(levels * n, np.int64)
     n_pred = np.zeros(levels * n, np.int64)
     n_gold = np.zeros(levels * n, np.int64)
+    interval_fn = np.empty(levels * n, np.int64)
     tiou_sum = np.zeros(levels * n, np.float64)
     label_tp = np.zeros(levels * n, np.int64)
     n_pred_ids = np.zeros(levels * n, np.int64)
@@ -270,16 +273,14 @@ def row_interval_scores(
                     inter = (g_end if g_end < p_end else p_end) - (
                         g_start if g_start > p_start else p_start
                     )
-                    if inter < 0:
-                        inter = 0.0
+                    inter = inter if inter > 0 else 0.0
                     union = (g_end - g_start) + (p_end - p_start) - inter
-                    if union > 0:
-                        value = inter / union
-                        if value > 0:
-                            pair_value[n_pairs] = value
-                            pair_gold[n_pairs] = i
-                            pair_pred[n_pairs] = j
-                            n_pairs += 1
+                    value = inter / union  # union 0: inf or NaN (error_model), dropped
+                    value = value if union > 0 else 0.0
+                    pair_value[n_pairs] = value  # kept only if > 0, without a branch
+                    pair_gold[n_pairs] = i
+                    pair_pred[n_pairs] = j
+                    n_pairs += value > 0
             if n_pairs == 0:
                 continue
             if n_pairs == 1:  # nothing competes
@@ -351,13 +352,20 @@ def row_interval_scores(
         for o in range(o0, o1):
             level_of[option_code[o]] = -1
 
-    interval_fp = n_pred - interval_tp
-    interval_fn = n_gold - interval_tp
-    sample_f1 = np.ones(levels * n, np.float64)  # nothing to find, nothing predicted
+    # The final columns in place of the counts they come from.
+    interval_fp = n_pred
+    label_fp = n_pred_ids
+    label_fn = n_gold_ids
+    sample_f1 = np.empty(levels * n, np.float64)
     for k in range(levels * n):
-        denominator = 2 * interval_tp[k] + interval_fp[k] + interval_fn[k]
-        if denominator != 0:
-            sample_f1[k] = 2 * interval_tp[k] / denominator  # as intervals.f1_score
+        tp = interval_tp[k]
+        interval_fp[k] -= tp
+        interval_fn[k] = n_gold[k] - tp
+        denominator = 2 * tp + interval_fp[k] + interval_fn[k]
+        # As intervals.f1_score: 1 when there is nothing to find and nothing predicted.
+        sample_f1[k] = 1.0 if denominator == 0 else 2 * tp / denominator
+        label_fp[k] -= label_tp[k]
+        label_fn[k] -= label_tp[k]
     return (
         interval_tp,
         interval_fp,
@@ -366,6 +374,6 @@ def row_interval_scores(
         n_gold,
         sample_f1,
         label_tp,
-        n_pred_ids - label_tp,
-        n_gold_ids - label_tp,
+        label_fp,
+        label_fn,
     )

@@ -150,6 +150,14 @@ class _Items:
 _NO_INTERVALS = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.empty(0))
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only contiguous view: Arrow's buffers come read-only, and numba compiles the
+    kernel for read-only and writable arrays apart (seconds each)."""
+    view = np.ascontiguousarray(array).view()
+    view.flags.writeable = False
+    return view
+
+
 def _interval_scores(
     source: RowSource,
     answered: np.ndarray,
@@ -167,7 +175,7 @@ def _interval_scores(
     # of dualcog.scoring.
     from dualcog.scoring.interval_kernel import row_interval_scores
 
-    columns = row_interval_scores(
+    arrays = (
         source.sample_at.astype(np.int64, copy=False),
         source.parsed_at.astype(np.int64, copy=False),
         answered,
@@ -186,6 +194,9 @@ def _interval_scores(
         answers.interval_offsets,
         answers.number_offsets,
         answers.numbers,
+    )
+    columns = row_interval_scores(
+        *(_read_only(a) for a in arrays),
         n_codes,
         levels,
         DURATION_SLACK_SEC,
