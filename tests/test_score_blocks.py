@@ -15,7 +15,7 @@ from score_fixtures import (
     visibility_sample,
 )
 
-from dualcog.scoring import geometry, interval_batch, score_samples
+from dualcog.scoring import interval_batch, score_samples
 
 
 def _intervals(rng: random.Random, k: int) -> list:
@@ -44,7 +44,6 @@ def _cases(seed: int = 0):
 def test_block_size_changes_no_score(monkeypatch) -> None:
     samples, parsed = _cases()
     whole = score_samples(samples, parsed)
-    monkeypatch.setattr(geometry, "_BLOCK", 3)
     monkeypatch.setattr(interval_batch, "_BLOCK", 3)
     blocked = score_samples(samples, parsed)
     assert whole["iou"].gt(0).any() and whole["tiou_sum"].gt(0).any()  # not vacuous
