@@ -147,7 +147,7 @@ def _join(
         # parse value equals (rows come in long runs of one mode).
         a, b = m_off[r], m_off[r + 1]
         c, d = m_off[r - 1] if r else 0, m_off[r] if r else 0
-        same = r > 0 and d - c == b - a
+        same = previous_mode >= 0 and d - c == b - a  # the previous row had a mode
         k = 0
         while same and k + 8 <= b - a:
             same = m_words[c + k] == m_words[a + k]
