@@ -11,7 +11,11 @@ reversed, degenerate, NaN or infinite; on tables whose arrays start at a non-zer
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -284,3 +288,50 @@ def test_image_kernel_on_tiny_tables(n) -> None:
     scores = score_tables(samples, pa.Table.from_pylist([row][:n], schema=PARSED)).to_pylist()
     want = [(True, 0.5), (False, 0.0), (False, 0.0)][: 3 * n]
     assert [(s["option_correct"], s["iou"]) for s in scores] == want
+
+
+# -- compiled once, loaded everywhere ------------------------------------------------------------
+
+_SCORE_VARIED_RUN = """
+import numba, pyarrow as pa, random, sys
+sys.path.insert(0, {tests!r})
+import test_score_kernels as kernels
+from score_fixtures import (behavior_parsed, behavior_sample, parsed_frame, samples_frame,
+                            visibility_parsed, visibility_sample)
+from dualcog import scoring
+from dualcog.scoring import score_samples
+rng = random.Random(3)
+cases = [kernels.image_case(rng, i) for i in range(40)]
+samples = [sample for sample, _ in cases]
+parsed = [row for _, rows in cases for row in rows]
+score_samples(pa.Table.from_pylist(samples, schema=kernels.SAMPLES),
+              pa.Table.from_pylist(parsed, schema=kernels.PARSED))
+video = [behavior_sample("b", {{"A": "atomic", "B": "composite"}},
+                         [("A", "atomic", [[0.0, 2.0], [3.0, 5.0]]), ("B", "composite", [])],
+                         composite_mission=True, duration=None),
+         visibility_sample("v", 2, [[0.0, 1.0], [2.0, 9.0]])]
+answers = [behavior_parsed("b", [("A", [[0.0, 2.5]]), ("A", [[3.0, 4.0]]), ("C", [[1.0, 2.0]])]),
+           visibility_parsed("v", 2, [[0.0, 1.5], [9.0, 3.0]])]
+score_samples(samples_frame(video), parsed_frame(answers))
+compiled = []
+for module in list(sys.modules.values()):
+    if module is not None and module.__name__.startswith("dualcog.scoring"):
+        for name, value in vars(module).items():
+            if isinstance(value, numba.core.registry.CPUDispatcher):
+                compiled += [name for _ in value.stats.cache_misses]
+print("compiled:", sorted(set(compiled)))
+"""
+
+
+def test_kernels_compiled_at_warm_up_serve_every_later_run(tmp_path) -> None:
+    """After `compile_kernels` (the workflow's start), scoring other runs, with nulls, odd
+    boxes and video answers, compiles nothing: every kernel loads from numba's cache."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    warm = "from dualcog.scoring.warmup import compile_kernels; compile_kernels()"
+    subprocess.run([sys.executable, "-c", warm], env=env, check=True)
+    script = _SCORE_VARIED_RUN.format(tests=str(Path(__file__).parent))
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "compiled: []", out
+    assert any((tmp_path / "numba").rglob("*.nbc"))  # the cache was used, not bypassed

@@ -33,7 +33,7 @@ class StringBuffers:
 
     offsets: np.ndarray  # int32 (string) or int64 (large_string), one more than rows
     data: np.ndarray  # uint8
-    words: np.ndarray  # uint64, len(data) - 7 entries (none when shorter than a word)
+    words: np.ndarray  # uint64, len(data) - 7 entries
     valid: np.ndarray  # bool per row; empty when no row is null
 
     @classmethod
@@ -45,7 +45,11 @@ class StringBuffers:
         width = np.int32 if array.type == pa.string() else np.int64
         offsets = np.frombuffer(offset_buffer, width, n + 1, width().itemsize * array.offset)
         data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-        words = np.ndarray((max(len(data) - 7, 0),), np.uint64, data, 0, (1,))
+        # Padded when short: numba types a view of at most one word as contiguous, which
+        # would be one more kernel signature to compile.
+        if len(data) < 16:
+            data = np.concatenate([data, np.zeros(16 - len(data), np.uint8)])
+        words = np.ndarray((len(data) - 7,), np.uint64, data, 0, (1,))
         if array.null_count:
             valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         else:
