@@ -147,6 +147,8 @@ def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
             return None
     elif not (lengths == 1).all():
         return None
+    else:  # no nulls, one byte each: the codes are the data buffer itself
+        return np.frombuffer(data, np.uint8, n, int(offsets[0])).astype(np.int64)
     if data is None or data.size == 0:
         return np.full(n, -1, np.int64)
     byte = np.frombuffer(data, np.uint8)
