@@ -62,7 +62,7 @@ class Join:
     """`lookup[mode * n_samples + sample]`: the parsed row of that sample and mode, or -1
     (mode-major: rows of one mode, in sample order, write one stretch of it)."""
 
-    lookup: np.ndarray
+    lookup: np.ndarray  # int32
     duplicate_sample: bool  # two samples share a sample_id
     several: bool  # two parsed rows share a known (sample, mode)
     unmatched: np.ndarray  # parsed rows whose sample_id or mode is not known
@@ -72,6 +72,8 @@ def join_parsed(
     sample_ids: pa.Array, parsed_ids: pa.Array, parsed_modes: pa.Array, modes: tuple[str, ...]
 ) -> Join:
     """Join parsed rows (sample_id, parse) to the samples' positions and `modes`' positions."""
+    if max(len(sample_ids), len(parsed_ids)) >= 2**31:
+        raise ValueError("the join keeps row positions as 32-bit integers")
     samples = StringBuffers.of(sample_ids)
     parsed = StringBuffers.of(parsed_ids)
     parse = StringBuffers.of(parsed_modes)
@@ -102,7 +104,7 @@ def _join(
     while size < 2 * n:
         size *= 2
     mask = np.uint64(size - 1)
-    table = np.full(size, -1, np.int64)
+    table = np.full(size, -1, np.int32)  # positions: half the memory of int64
     duplicate = False
     for i in range(n):
         if not (all_s or s_valid[i]):
@@ -138,7 +140,7 @@ def _join(
                 break
             slot = (slot + np.uint64(1)) & mask
 
-    lookup = np.full(n * n_modes, -1, np.int64)
+    lookup = np.full(n * n_modes, -1, np.int32)
     matched = np.zeros(rows, np.bool_)
     expected = np.zeros(n_modes, np.int64)  # per mode: the sample after its last match
     several = False
