@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 
 def single(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array; a chunked array's only chunk is taken as it is (combine_chunks copies)."""
     if not isinstance(array, pa.ChunkedArray):
         return array
-    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()  # that one copies
+    return array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
 
 
 def flags(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A boolean column as a numpy bool array, null as False."""
     return np.asarray(single(array).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def bool_array(values: np.ndarray) -> pa.Array:
+    """A numpy bool array as an Arrow boolean array without nulls (bits packed by numpy,
+    many times faster than pa.array's conversion)."""
+    bits = np.packbits(values, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
 
 
 def floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -35,6 +45,64 @@ def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     length[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0  # list_flatten skips
     start = np.cumsum(length) - length
     return start, length
+
+
+@dataclass(frozen=True)
+class Bits:
+    """A bitmap as Arrow holds it, for compiled kernels: row i's bit is bit `offset + i` of
+    `data`, least significant bit first. For a validity bitmap an empty `data` means that
+    no row is null. No buffer is copied, except to combine a flag with its validity."""
+
+    data: np.ndarray  # uint8
+    offset: int
+
+    @classmethod
+    def validity(cls, array: pa.Array) -> Bits:
+        if array.null_count == 0:
+            return cls(np.empty(0, np.uint8), 0)
+        return cls(np.frombuffer(array.buffers()[0], np.uint8), array.offset)
+
+    @classmethod
+    def flag(cls, array: pa.Array | pa.ChunkedArray) -> Bits:
+        """A boolean column, null as False."""
+        array = single(array)
+        if len(array) == 0:
+            return cls(np.zeros(1, np.uint8), 0)
+        if array.type != pa.bool_():
+            array = array.cast(pa.bool_())
+        size = (array.offset + len(array) + 7) // 8
+        validity, values = array.buffers()[:2]
+        bits = np.frombuffer(values, np.uint8, size)
+        if array.null_count:
+            bits = bits & np.frombuffer(validity, np.uint8, size)
+        return cls(bits, array.offset)
+
+    def kernel_args(self) -> tuple[np.ndarray, int]:
+        return self.data, self.offset
+
+
+@dataclass(frozen=True)
+class ListBuffers:
+    """A list column as Arrow lays it out, for compiled kernels: row i holds the items
+    `offsets[i]:offsets[i + 1]` of `items` (the child array, whole) where `valid` holds.
+    No buffer is copied."""
+
+    offsets: np.ndarray  # int32 (list) or int64 (large_list), one more than rows
+    valid: Bits
+    items: pa.Array
+
+    @classmethod
+    def of(cls, array: pa.Array) -> ListBuffers:
+        return cls(np.asarray(array.offsets.to_numpy()), Bits.validity(array), array.values)
+
+    def float_items(self) -> np.ndarray:
+        """The items as float64 (null items NaN)."""
+        values = self.items.to_numpy(zero_copy_only=False)
+        return values if values.dtype == np.float64 else values.astype(np.float64)
+
+    def kernel_args(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+        """(offsets, validity bytes, validity bit offset, items) for a kernel."""
+        return self.offsets, self.valid.data, self.valid.offset, items
 
 
 def list_offsets(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -75,6 +143,8 @@ def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
             return None
     elif not (lengths == 1).all():
         return None
+    else:  # no nulls, one byte each: the codes are the data buffer itself
+        return np.frombuffer(data, np.uint8, n, int(offsets[0])).astype(np.int64)
     if data is None or data.size == 0:
         return np.full(n, -1, np.int64)
     byte = np.frombuffer(data, np.uint8)

@@ -1,9 +1,8 @@
-"""Vectorized box handling: list columns to box arrays, and IoU of many box pairs at once.
+"""Box handling: list columns read as box buffers in place, and the row-wise IoU rule.
 
 `Boxes` reads a list<double> column in place (Arrow's value buffer and each row's offset),
-never as an (N, 4) copy. `pair_iou` computes IoU only for the row pairs whose two boxes are
-usable, block by block, with the same float operations as `box_iou`, so the values are
-identical bit for bit.
+never as an (N, 4) copy; the compiled scorer (`box_kernel`) reads boxes from it. `box_iou`
+is the rule on (N, 4) arrays, which the kernel follows operation for operation.
 """
 
 from __future__ import annotations
@@ -14,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-_BLOCK = 1 << 16  # rows per block: temporaries stay in cache and memory is reused
+from dualcog.scoring.columns import single
 
 
 def _as_list_array(values: Sequence, value_type: pa.DataType) -> pa.ListArray:
     """A list column (lists, tuples, numpy arrays or None per row) as one Arrow list array."""
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+        values = single(values)
     if isinstance(values, pa.Array):
         return values if values.type == pa.list_(value_type) else values.cast(pa.list_(value_type))
     try:  # fast path: pandas' NaN (left by a join) becomes null
@@ -35,44 +34,26 @@ def _as_list_array(values: Sequence, value_type: pa.DataType) -> pa.ListArray:
 @dataclass(frozen=True)
 class Boxes:
     """The rows of a box column, read in place: row i's coordinates are
-    `flat[start[i]:start[i] + 4]` (meaningful only where `four` holds).
-
-    `usable` has one more entry than there are rows, False, so that position -1 (no box)
-    needs no special case.
-    """
+    `flat[start[i]:start[i] + 4]` (meaningful only where `four` holds)."""
 
     flat: np.ndarray  # Arrow's value buffer as float64 (null items NaN)
     start: np.ndarray  # first value of each row, kept in bounds
     four: np.ndarray  # the row is a list of exactly four items
-    usable: np.ndarray  # four finite numbers with x2 > x1 and y2 > y1; then a False
 
     @classmethod
     def of(cls, values: Sequence) -> Boxes:
         array = _as_list_array(values, pa.float64())
-        n = len(array)
         offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
         flat = array.values.to_numpy(zero_copy_only=False)  # null items -> NaN
         flat = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-        lengths = np.diff(offsets)
-        four = lengths == 4
+        four = np.diff(offsets) == 4
         if array.null_count:
             four &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
         if len(flat) < 4:
             flat = np.full(4, np.nan)
         # Rows that are not 4-lists read whatever lies there (never used); keep in bounds.
         start = np.minimum(offsets[:-1], len(flat) - 4)
-        usable = np.zeros(n + 1, bool)
-        for first in range(0, n, _BLOCK):  # by blocks: temporaries stay in cache
-            b = slice(first, min(first + _BLOCK, n))
-            x1, y1, x2, y2 = _coordinates(flat, start[b])
-            ok = usable[b]
-            with np.errstate(invalid="ignore"):
-                np.greater(x2 - x1, 0, out=ok)
-                ok &= (y2 - y1) > 0
-            for column in (x1, y1, x2, y2):
-                ok &= np.isfinite(column)
-            ok &= four[b]
-        return cls(flat, start, four, usable)
+        return cls(flat, start, four)
 
     def __len__(self) -> int:
         return len(self.four)
@@ -80,8 +61,8 @@ class Boxes:
     def present(self) -> np.ndarray:
         """Rows that `boxes_to_array` keeps: four numbers, none NaN."""
         out = self.four.copy()
-        for column in _coordinates(self.flat, self.start):
-            out &= ~np.isnan(column)
+        for k in range(4):
+            out &= ~np.isnan(self.flat[self.start + k])
         return out
 
     def array(self) -> np.ndarray:
@@ -91,45 +72,9 @@ class Boxes:
         return out
 
 
-def _coordinates(flat: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, ...]:
-    return flat[start], flat[start + 1], flat[start + 2], flat[start + 3]
-
-
 def boxes_to_array(values: Sequence) -> np.ndarray:
     """Rows of [x1, y1, x2, y2] as a float (N, 4) array; absent or not-4-long rows give NaN."""
     return Boxes.of(values).array()
-
-
-def pair_iou(pred: Boxes, pred_at: np.ndarray, gold: Boxes, gold_at: np.ndarray) -> np.ndarray:
-    """IoU of the box pairs (pred row pred_at[i], gold row gold_at[i]); -1 is no box.
-
-    As `box_iou`: 0 unless both boxes are usable and the union is positive.
-    """
-    iou = np.zeros(len(pred_at))
-    for first in range(0, len(pred_at), _BLOCK):
-        block = slice(first, first + _BLOCK)
-        p, g = pred_at[block], gold_at[block]
-        rows = np.flatnonzero(pred.usable[p] & gold.usable[g])
-        iou[first + rows] = _usable_iou(pred, p[rows], gold, g[rows])
-    return iou
-
-
-def _usable_iou(pred: Boxes, p: np.ndarray, gold: Boxes, g: np.ndarray) -> np.ndarray:
-    px1, py1, px2, py2 = _coordinates(pred.flat, pred.start[p])
-    gx1, gy1, gx2, gy2 = _coordinates(gold.flat, gold.start[g])
-    union = (px2 - px1) * (py2 - py1)
-    union += (gx2 - gx1) * (gy2 - gy1)
-    iw = np.minimum(px2, gx2)
-    iw -= np.maximum(px1, gx1)
-    ih = np.minimum(py2, gy2)
-    ih -= np.maximum(py1, gy1)
-    np.maximum(iw, 0.0, out=iw)
-    np.maximum(ih, 0.0, out=ih)
-    inter = np.multiply(iw, ih, out=iw)
-    union -= inter
-    value = np.zeros(len(p))
-    np.divide(inter, union, out=value, where=union > 0)
-    return value
 
 
 def box_iou(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:

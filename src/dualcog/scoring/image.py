@@ -14,15 +14,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dualcog.schemas import SAMPLES
 from dualcog.scoring.columns import (
-    at_rows,
+    Bits,
+    ListBuffers,
     flags,
     list_layout,
     single,
     string_codes,
     take_rows,
 )
-from dualcog.scoring.geometry import Boxes, _as_list_array, pair_iou
+from dualcog.scoring.geometry import _as_list_array
 from dualcog.scoring.row_source import RowSource
 
 IOU_HIT = 0.5
@@ -56,54 +58,17 @@ def _options(array: pa.ListArray, item_codes: np.ndarray) -> _Options:
     return _Options(length, first, uniform)
 
 
-def _candidate_refs(
-    candidates: pa.Array, sample_at: np.ndarray, selected: np.ndarray, id_codes: np.ndarray
-) -> np.ndarray:
-    """Per row: the flat index of the first candidate of its sample whose option_id is the
-    selected id (selected -1: none), else -1."""
-    first, count = list_layout(candidates)
-    ref = np.full(len(sample_at), -1, np.int64)
-    active = np.flatnonzero(selected >= 0)
-    start, count, wanted = first[sample_at[active]], count[sample_at[active]], selected[active]
-    if len(active) == 0 or len(id_codes) == 0:
-        return ref
-    width = int(count.max())
-    if width <= 16:  # a few candidates each (four in the benchmark): one row of a matrix each
-        at = start[:, None] + np.arange(width)
-        match = np.arange(width) < count[:, None]
-        match &= id_codes[np.minimum(at, len(id_codes) - 1)] == wanted[:, None]
-        column = match.argmax(axis=1)
-        hit = match[np.arange(len(active)), column]
-        ref[active[hit]] = start[hit] + column[hit]
-        return ref
-    k = 0
-    while len(active):
-        left = count > k
-        active, start, count, wanted = active[left], start[left], count[left], wanted[left]
-        at = start + k
-        hit = id_codes[at] == wanted
-        ref[active[hit]] = at[hit]
-        miss = ~hit
-        active, start, count, wanted = active[miss], start[miss], count[miss], wanted[miss]
-        k += 1
-    return ref
-
-
 def _legacy_gold_sets(
-    samples: pa.Table,
-    parsed_ids: pa.Array,
-    sample_at: np.ndarray,
-    parsed_at: np.ndarray,
-    gold_code: np.ndarray,
-    legacy: np.ndarray,
-    correct: np.ndarray,
-    valid: np.ndarray,
+    source: RowSource, parsed_ids: pa.Array, gold_code: np.ndarray, correct: np.ndarray
 ) -> None:
     """Legacy: correct iff the letter set equals the sample's gold id set (§3.4), in place.
 
     Only samples whose gold set is not just [gold_option_id] need this (multi-id golds; rare),
     so only their legacy rows are read as Python values.
     """
+    samples, sample_at, parsed_at, legacy = (
+        source.samples, source.sample_at, source.parsed_at, source.legacy
+    )  # fmt: skip
     if "gold_option_ids" not in samples.column_names or not legacy.any():
         return
     gold_sets = single(samples["gold_option_ids"])
@@ -119,6 +84,7 @@ def _legacy_gold_sets(
     ids = gold_sets.take(pa.array(sample_at[rows])).to_pylist()
     found = parsed_at[rows]
     got = parsed_ids.take(pa.array(found, mask=found < 0)).to_pylist()
+    valid = source.parsed_flag("option_valid")
     for row, want, letters in zip(rows, ids, got, strict=True):
         correct[row] = bool(valid[row]) and set(letters or ()) == set(want)
 
@@ -130,64 +96,49 @@ def score_image(source: RowSource) -> dict[str, np.ndarray | pa.Array | pa.Chunk
     legacy gold_option_ids, answer_bbox); parsed rows all_valid, option_ids, option_valid,
     bbox, bbox_valid. An unanswered row has every field invalid.
     """
+    # Deferred: numba's import costs ~0.2 s, and only score jobs score (tables and explorer
+    # jobs import this package too).
+    from dualcog.scoring.box_kernel import score_image_kernel
+
     samples, parsed = source.samples, source.parsed
     sample_at, parsed_at, parse = source.sample_at, source.parsed_at, source.parse
-    parsed_flag = source.parsed_flag
-    option_valid = parsed_flag("option_valid")
-    bbox_valid = parsed_flag("bbox_valid")
-    is_legacy = flags(pc.equal(parse, "legacy"))
 
     # Options: correct iff valid and the set of predicted ids is {gold} (strict, compatible:
     # "the one id == gold"; legacy: "set(letters) == {gold}", §3.4), on integer codes.
     option_ids = _as_list_array(single(parsed["option_ids"]), pa.string())
     has_candidates = "candidates" in samples.column_names
-    candidates = single(samples["candidates"]) if has_candidates else None
-    candidate_items = pc.list_flatten(candidates) if has_candidates else None
-    item_code, gold_code, *candidate_code = string_codes(
-        pc.list_flatten(option_ids),
-        samples["gold_option_id"],
-        *([candidate_items.field("option_id")] if has_candidates else []),
-    )
-    options = _options(option_ids, item_code)
-    uniform = at_rows(options.uniform, parsed_at, False)
-    first = at_rows(options.first, parsed_at, -1)
-    option_correct = option_valid & uniform & (first == gold_code[sample_at])
-    chosen = option_valid & (at_rows(options.length, parsed_at, 0) == 1)
-    selected = np.where(chosen, first, -1)  # a null id (-1) selects nothing
-    _legacy_gold_sets(
-        samples, option_ids, sample_at, parsed_at, gold_code, is_legacy, option_correct,
-        option_valid,
+    candidates = ListBuffers.of(
+        single(samples["candidates"]) if has_candidates
+        else pa.nulls(samples.num_rows, SAMPLES.field("candidates").type)
     )  # fmt: skip
+    options = ListBuffers.of(option_ids)
+    item_code, gold_code, candidate_code = string_codes(
+        options.items, samples["gold_option_id"], candidates.items.field("option_id")
+    )
 
     # Gold box per row: the sample's gold_bbox; for Future Observation the box of the
     # candidate the model selected (strict, compatible) or the released answer box when
-    # there is one (legacy keeps the authors' rule, §3.4). IoU is computed per box source.
-    pred = Boxes.of(single(parsed["bbox"]))
-    pred_at = np.where(bbox_valid, parsed_at, -1)
-    is_future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
-    gold_at = sample_at.copy()
-    released_rows = np.flatnonzero(is_future & is_legacy)
-    answer_bbox = single(samples["answer_bbox"]) if "answer_bbox" in samples.column_names else None
-    if answer_bbox is not None and answer_bbox.null_count < len(answer_bbox) and len(released_rows):
-        released = Boxes.of(answer_bbox)
-        released_rows = released_rows[released.present()[sample_at[released_rows]]]
-    else:
-        released_rows = released_rows[:0]
-    use_selected = np.flatnonzero(is_future & ~is_legacy)
-    gold_at[released_rows] = -1
-    gold_at[use_selected] = -1
-    iou = pair_iou(pred, pred_at, Boxes.of(single(samples["gold_bbox"])), gold_at)
-    if len(released_rows):
-        iou[released_rows] = pair_iou(
-            pred, pred_at[released_rows], released, sample_at[released_rows]
-        )
-    if len(use_selected) and has_candidates:
-        ref = _candidate_refs(
-            candidates, sample_at[use_selected], selected[use_selected], candidate_code[0]
-        )
-        iou[use_selected] = pair_iou(
-            pred, pred_at[use_selected], Boxes.of(candidate_items.field("bbox")), ref
-        )
+    # there is one (legacy keeps the authors' rule, §3.4).
+    pred = ListBuffers.of(_as_list_array(single(parsed["bbox"]), pa.float64()))
+    gold = ListBuffers.of(_as_list_array(single(samples["gold_bbox"]), pa.float64()))
+    boxes = ListBuffers.of(_as_list_array(candidates.items.field("bbox"), pa.float64()))
+    released = ListBuffers.of(
+        _as_list_array(single(samples["answer_bbox"]), pa.float64())
+        if "answer_bbox" in samples.column_names
+        else pa.nulls(samples.num_rows, pa.list_(pa.float64()))
+    )
+    option_correct, iou = score_image_kernel(
+        (sample_at, parsed_at, source.legacy, source.responded),
+        Bits.flag(parsed["option_valid"]).kernel_args()
+        + Bits.flag(parsed["bbox_valid"]).kernel_args(),
+        options.kernel_args(item_code),
+        pred.kernel_args(pred.float_items()),
+        (gold_code, *gold.kernel_args(gold.float_items())),
+        flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK)),
+        released.kernel_args(released.float_items()),
+        candidates.kernel_args(candidate_code) + boxes.kernel_args(boxes.float_items()),
+    )
+    _legacy_gold_sets(source, option_ids, gold_code, option_correct)
     hit = iou >= IOU_HIT
     task = take_rows(samples["task"], sample_at)
     return {
@@ -197,7 +148,7 @@ def score_image(source: RowSource) -> dict[str, np.ndarray | pa.Array | pa.Chunk
         "parse": parse,
         "difficulty": take_rows(samples["difficulty"], sample_at),
         "responded": source.responded,
-        "valid": parsed_flag("all_valid"),
+        "valid": source.parsed_flag("all_valid"),
         "option_correct": option_correct,
         "iou": iou,
         "bbox_hit": hit,

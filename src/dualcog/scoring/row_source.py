@@ -27,7 +27,7 @@ from dualcog.scoring.columns import (
 class RowSource:
     """Row i is sample `sample_at[i]` in parse mode `parse[i]`, answered by parsed row
     `parsed_at[i]` (-1: none); `responded` is False where there is no answer or its stage
-    is `missing`."""
+    is `missing`; `legacy` is True where the parse mode is legacy."""
 
     samples: pa.Table
     parsed: pa.Table
@@ -35,6 +35,7 @@ class RowSource:
     parsed_at: np.ndarray
     parse: pa.Array | pa.ChunkedArray
     responded: np.ndarray
+    legacy: np.ndarray
 
     @classmethod
     def of(
@@ -44,16 +45,18 @@ class RowSource:
         sample_at: np.ndarray,
         parsed_at: np.ndarray,
         parse: pa.Array | pa.ChunkedArray,
+        legacy: np.ndarray,
     ) -> RowSource:
         answered = flags(pc.not_equal(single(parsed["stage"]), "missing"))
         responded = at_rows(answered, parsed_at, False)
-        return cls(samples, parsed, sample_at, parsed_at, parse, responded)
+        return cls(samples, parsed, sample_at, parsed_at, parse, responded, legacy)
 
     @classmethod
     def joined(cls, rows: pa.Table) -> RowSource:
         """Rows with sample and parsed columns side by side and a `responded` column."""
         at = np.arange(rows.num_rows)
-        return cls(rows, rows, at, at, rows["parse"], flags(rows["responded"]))
+        legacy = flags(pc.equal(rows["parse"], "legacy"))
+        return cls(rows, rows, at, at, rows["parse"], flags(rows["responded"]), legacy)
 
     def __len__(self) -> int:
         return len(self.sample_at)
