@@ -163,7 +163,10 @@ def match(gold: dict, pred: dict, invalid: int) -> tuple[int, int, int, float, i
             if strong:
                 tp += len(taken)
             else:
-                tiou_sum += sum(taken)
+                class_sum = 0.0
+                for v in taken:  # left to right, as the rule (Python 3.12's sum compensates)
+                    class_sum += v
+                tiou_sum += class_sum
     return tp, n_pred - tp, n_gold - tp, tiou_sum, n_gold
 
 

@@ -148,6 +148,15 @@ def f1_score(tp: float, fp: float, fn: float) -> float:
     return 1.0 if denominator == 0 else 2 * tp / denominator
 
 
+def left_to_right_sum(values: Iterable[float]) -> float:
+    """The plain float sum from 0.0, in order: the compiled scorer adds in the same order,
+    and Python 3.12's `sum` of floats compensates rounding (its last bits differ)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
 def match_classes(
     gold: Mapping[str, np.ndarray],
     pred: Mapping[str, np.ndarray],
@@ -168,5 +177,5 @@ def match_classes(
             continue
         pairs = _scored_pairs(gold_intervals, pred_intervals)
         tp += len(_greedy(pairs, F1_THRESHOLD))
-        tiou_sum += sum(_greedy(pairs, 0.0))  # every pair listed has tIoU > 0
+        tiou_sum += left_to_right_sum(_greedy(pairs, 0.0))  # every listed pair has tIoU > 0
     return IntervalCounts(tp=tp, fp=n_pred - tp, fn=n_gold - tp, tiou_sum=tiou_sum, n_gold=n_gold)
