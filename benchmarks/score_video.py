@@ -22,6 +22,7 @@ from _timing import machine, measure, report
 from dualcog.schemas import PARSED, SAMPLES
 from dualcog.scoring import score_tables
 from dualcog.scoring.score import as_table
+from dualcog.scoring.warmup import compile_kernels
 
 PARSES = ("strict", "compatible")
 OPTIONS = [("A", "atomic"), ("B", "atomic"), ("C", "atomic"), ("D", "atomic"),
@@ -247,6 +248,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    seconds = compile_kernels()
+    print(f"(scoring kernels compiled or loaded from the cache in {seconds:.2f} s, not counted)")
     samples, parsed = synthetic(-(-args.predictions // len(PARSES)))
     samples, parsed = as_table(samples, SAMPLES), as_table(parsed, PARSED)
     convert, (s, p) = measure(
