@@ -1,4 +1,5 @@
-"""Arrow column helpers for the vectorized scorers: flags, numbers, list flattening."""
+"""Arrow column helpers for the scorers: flags, numbers, codes, and Arrow's buffers as the
+compiled kernels read them."""
 
 from __future__ import annotations
 

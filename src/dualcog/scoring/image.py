@@ -1,9 +1,8 @@
-"""Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once.
+"""Image task scoring (docs/protocol.md §4), all rows of all image tasks in one compiled pass.
 
-The work happens on the two tables as they are (`row_source.RowSource`), sample columns once
-per sample and parsed columns once per parsed row, joined only as integer positions. Option
-ids become integer codes, boxes are read in place (`geometry.Boxes`); no list column is
-copied row by row.
+The work happens on the two tables as they are (`row_source.RowSource`), joined only as
+integer positions: option ids become integer codes, and the compiled rule (`box_kernel`)
+reads list columns and flags from Arrow's buffers in place; nothing is copied row by row.
 """
 
 from __future__ import annotations

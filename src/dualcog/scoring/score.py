@@ -1,8 +1,9 @@
 """`score_tables` / `score_samples`: one model run's parsed responses against the samples.
 
 The work runs on Arrow tables: the join of samples and parsed rows is integer positions
-(`row_index`), and the scorers read list columns (boxes, intervals, answer items) as flat
-buffers by position (`row_source.RowSource`), never as one Python object per value.
+(`row_index`, by the compiled `join_kernel`), and the scorers read list columns (boxes,
+intervals, answer items) from Arrow's buffers by position (`row_source.RowSource`), never as
+one Python object per value.
 """
 
 from __future__ import annotations
