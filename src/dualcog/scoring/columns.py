@@ -137,21 +137,18 @@ def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
     if offsets is None:
         return np.empty(0, np.int64)
     lengths = np.diff(offsets)
-    valid = None
-    if array.null_count:
-        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-        if not (lengths[valid] == 1).all():
+    if not array.null_count:
+        if not (lengths == 1).all():
             return None
-    elif not (lengths == 1).all():
+        return np.frombuffer(data, np.uint8, n, int(offsets[0])).astype(np.int64)  # in place
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+    if not (lengths[valid] == 1).all():
         return None
-    else:  # no nulls, one byte each: the codes are the data buffer itself
-        return np.frombuffer(data, np.uint8, n, int(offsets[0])).astype(np.int64)
     if data is None or data.size == 0:
         return np.full(n, -1, np.int64)
     byte = np.frombuffer(data, np.uint8)
     out = byte[np.minimum(offsets[:-1], byte.size - 1)].astype(np.int64)
-    if valid is not None:
-        out[~valid] = -1
+    out[~valid] = -1
     return out
 
 

@@ -1,14 +1,12 @@
-"""Box handling: list columns read as box buffers in place, and the row-wise IoU rule.
+"""Box handling: box columns as (N, 4) arrays, and the row-wise IoU rule.
 
-`Boxes` reads a list<double> column in place (Arrow's value buffer and each row's offset),
-never as an (N, 4) copy; the compiled scorer (`box_kernel`) reads boxes from it. `box_iou`
-is the rule on (N, 4) arrays, which the kernel follows operation for operation.
+`box_iou` is the rule on (N, 4) arrays; the compiled scorer (`box_kernel`) follows it
+operation for operation on Arrow's buffers in place.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -31,50 +29,17 @@ def _as_list_array(values: Sequence, value_type: pa.DataType) -> pa.ListArray:
     return pa.array(rows, type=pa.list_(value_type))
 
 
-@dataclass(frozen=True)
-class Boxes:
-    """The rows of a box column, read in place: row i's coordinates are
-    `flat[start[i]:start[i] + 4]` (meaningful only where `four` holds)."""
-
-    flat: np.ndarray  # Arrow's value buffer as float64 (null items NaN)
-    start: np.ndarray  # first value of each row, kept in bounds
-    four: np.ndarray  # the row is a list of exactly four items
-
-    @classmethod
-    def of(cls, values: Sequence) -> Boxes:
-        array = _as_list_array(values, pa.float64())
-        offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
-        flat = array.values.to_numpy(zero_copy_only=False)  # null items -> NaN
-        flat = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-        four = np.diff(offsets) == 4
-        if array.null_count:
-            four &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-        if len(flat) < 4:
-            flat = np.full(4, np.nan)
-        # Rows that are not 4-lists read whatever lies there (never used); keep in bounds.
-        start = np.minimum(offsets[:-1], len(flat) - 4)
-        return cls(flat, start, four)
-
-    def __len__(self) -> int:
-        return len(self.four)
-
-    def present(self) -> np.ndarray:
-        """Rows that `boxes_to_array` keeps: four numbers, none NaN."""
-        out = self.four.copy()
-        for k in range(4):
-            out &= ~np.isnan(self.flat[self.start + k])
-        return out
-
-    def array(self) -> np.ndarray:
-        out = np.full((len(self), 4), np.nan)
-        rows = self.four
-        out[rows] = self.flat[self.start[rows, None] + np.arange(4)]
-        return out
-
-
 def boxes_to_array(values: Sequence) -> np.ndarray:
     """Rows of [x1, y1, x2, y2] as a float (N, 4) array; absent or not-4-long rows give NaN."""
-    return Boxes.of(values).array()
+    array = _as_list_array(values, pa.float64())
+    offsets = np.asarray(array.offsets.to_numpy(), dtype=np.int64)
+    four = np.diff(offsets) == 4
+    if array.null_count:
+        four &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
+    flat = array.values.to_numpy(zero_copy_only=False).astype(np.float64)  # null items NaN
+    out = np.full((len(four), 4), np.nan)
+    out[four] = flat[offsets[:-1][four, None] + np.arange(4)]
+    return out
 
 
 def box_iou(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:

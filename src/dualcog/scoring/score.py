@@ -123,7 +123,6 @@ def _parsed_positions(samples: pa.Table, parsed: pa.Table, modes: tuple[str, ...
     The join is on integers: a sample's position (found by the compiled join, which also
     finds duplicate sample ids) and the parse mode's position in `modes`.
     """
-
     from dualcog.scoring.join_kernel import join_parsed  # deferred, as in row_index
 
     join = join_parsed(
