@@ -71,8 +71,8 @@ def score_image_kernel(rows, parsed_flags, options, pred, gold, future, released
         correct[i] = valid_option & uniform & (first == gold_code[s])
 
         # The gold box: where it lies (a code, not an array variable: reassigning an array
-        # in the loop costs reference counting on every row), its first value, and whether
-        # it is a list of four.
+        # in the loop measured twice as slow), its first value, and whether it is a list of
+        # four.
         source = GOLD
         at = gold_off[s]
         j = gold_bit0 + s
