@@ -222,6 +222,7 @@ def score_tables(
         "behavior": np.array([kind == "behavior" for kind in kinds], bool),
         "landmark_visibility": np.array([kind == "landmark_visibility" for kind in kinds]),
     }
+    in_legacy = index.in_mode("legacy")
     parts = []
     for kind, of_task in kind_of_task.items():
         at = np.flatnonzero(of_task[index.task])
@@ -231,7 +232,6 @@ def score_tables(
         every = len(at) == len(index.sample)  # no copies of the positions then
         sample_at = index.sample if every else index.sample[at]
         parsed_at = index.parsed if every else index.parsed[at]
-        in_legacy = index.in_mode("legacy")
         legacy = in_legacy if every else in_legacy[at]
         source = RowSource.of(samples, parsed, sample_at, parsed_at, index.parse(at), legacy)
         columns = scorer(source)
