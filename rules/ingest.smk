@@ -12,6 +12,7 @@ rule ingest:
         data_root=lambda wildcards: config["data_root"],
         tasks=TASKS,
         exclude_samples=config.get("exclude_samples", []),
+        media_roots=config.get("media_roots", []),
         version=INGEST_VERSION,
     script:
         "../scripts/ingest.py"

@@ -9,7 +9,10 @@ from dualcog.schemas import SAMPLES, write_table
 
 def main(sm):
     samples, excluded = ingest_excluding(
-        sm.params.data_root, sm.params.tasks, sm.params.exclude_samples
+        sm.params.data_root,
+        sm.params.tasks,
+        sm.params.exclude_samples,
+        sm.params.media_roots,
     )
     counts = samples.groupby("task").size().to_dict()
     log.info("samples per task: %s", counts)

@@ -92,3 +92,44 @@ def test_model_task_subset_keeps_registry_order() -> None:
         }
     )
     assert model_tasks(config, config["models"][0]) == ["self_position", "behavior"]
+
+
+# -- config files that are not YAML mappings: file and line named --------------------------
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path) -> None:
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("data_root: x\nmodels:\n  - name: a\n   backend: oracle\n")
+    with pytest.raises(ConfigError, match=rf"config file {path}, line 4, column 4: not valid YAML"):
+        load_config(path)
+
+
+def test_empty_config_file_is_named(tmp_path) -> None:
+
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing here\n")
+    with pytest.raises(ConfigError, match=rf"^config file {path} is empty$"):
+        load_config(path)
+
+
+def test_malformed_routes_file_names_file_and_line(tmp_path) -> None:
+    from dualcog.routes import read_routes_file
+
+    path = tmp_path / "routes.yaml"
+    path.write_text("routes:\n  a: {model: [x\n")
+    with pytest.raises(ConfigError, match=rf"routes_file {path}, line \d+, column \d+"):
+        read_routes_file(path)
+    path.write_bytes(b"routes:\n  a: {model: \xff}\n")
+    with pytest.raises(ConfigError, match=rf"routes_file {path}, line 2: not UTF-8"):
+        read_routes_file(path)
+
+
+@pytest.mark.parametrize("name", ["</script><script>alert(1)</script>", "A & B", 'x"y', "x`y"])
+def test_display_name_refuses_markup(name) -> None:
+    config = {
+        "data_root": "data",
+        "models": [{"name": "m", "backend": "oracle", "display_name": name}],
+    }
+    with pytest.raises(ConfigError, match="display_name"):
+        validate_config(config)

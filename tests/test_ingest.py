@@ -240,3 +240,68 @@ def test_empty_root(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path)
     with pytest.raises(DataError, match="not a folder"):
         ingest(tmp_path)
+
+
+# -- media paths stay inside data_root (or a listed media_roots folder) -----------------------
+
+
+def _point_target_at(root: Path, written: str) -> dict:
+    """Rewrite the env_how sample's target_image in the written manifest; returns the sample."""
+    sample = image_sample("env_how", 2)
+    path = root / TASK_ROOT / SCENE / "image_tasks" / "manifests" / "env_3.latest_manifest.json"
+    data = json.loads(path.read_text())
+    for raw in data["samples"]:
+        if raw["sample_id"] == sample["sample_id"]:
+            raw["target_image"] = written
+    path.write_text(json.dumps(data))
+    return sample
+
+
+def _outside_file(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside" / "x.jpg"
+    outside.parent.mkdir()
+    shutil.copy(next((tmp_path / "data").rglob("*.jpg")), outside)
+    return outside
+
+
+@pytest.mark.parametrize(
+    "written", ["../outside/x.jpg", "ABSOLUTE", "LINK", "../../../../etc/passwd"]
+)
+def test_media_outside_data_root_is_refused(tmp_path: Path, written: str) -> None:
+    root = write_dataset(tmp_path / "data")
+    outside = _outside_file(tmp_path)
+    if written == "ABSOLUTE":
+        written = str(outside)
+    elif written == "LINK":
+        link = root / TASK_ROOT / SCENE / "link.jpg"
+        link.symlink_to(outside)
+        written = f"{TASK_ROOT}/{SCENE}/link.jpg"
+    sample = _point_target_at(root, written)
+    with pytest.raises(DataError, match="refused") as info:
+        ingest(root)
+    error = info.value
+    assert (error.sample, error.field) == (sample["sample_id"], "target_image")
+    assert error.file.endswith("env_3.latest_manifest.json")
+    assert written in str(error)
+
+
+def test_symlink_within_data_root_is_accepted(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "data")
+    sample = image_sample("env_how", 2)
+    link = root / TASK_ROOT / SCENE / "link.jpg"
+    link.symlink_to(root / sample["target_image"])
+    _point_target_at(root, f"{TASK_ROOT}/{SCENE}/link.jpg")
+    rows = _by_id(ingest(root))
+    media = {m["role"]: m for m in rows[sample["sample_id"]]["media"]}
+    assert media["target"]["resolved_path"] == str(link)
+
+
+def test_media_roots_allow_an_outside_folder(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "data")
+    outside = _outside_file(tmp_path)
+    sample = _point_target_at(root, str(outside))
+    with pytest.raises(DataError, match="media_roots"):
+        ingest(root)
+    rows = _by_id(ingest(root, media_roots=[outside.parent]))
+    media = {m["role"]: m for m in rows[sample["sample_id"]]["media"]}
+    assert media["target"]["resolved_path"] == str(outside)

@@ -339,3 +339,11 @@ def test_overall_shows_mean_output_tokens() -> None:
     markdown = to_markdown(overall)
     assert "Mean output tokens" in markdown
     assert "| **50.0** | 75 |" in markdown and "| <u>40.0</u> | – |" in markdown
+
+
+def test_markdown_cells_are_literal_text() -> None:
+    from dualcog.tables.markdown import escape_cell
+
+    assert escape_cell("a|b") == r"a\|b"
+    assert escape_cell("</script><b>x & y</b>") == "&lt;/script&gt;&lt;b&gt;x &amp; y&lt;/b&gt;"
+    assert escape_cell("back\\slash\nnext") == "back\\\\slash next"

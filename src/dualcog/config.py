@@ -15,7 +15,7 @@ import jsonschema
 import yaml
 
 from dualcog.errors import ConfigError
-from dualcog.routes import env_reference, read_routes_file, resolve_model
+from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "config.schema.yaml"
@@ -210,10 +210,16 @@ def load_routes(config: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]] | 
     return routes, " and ".join(sources) or "no routes"
 
 
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The mapping of a config file; a ConfigError naming the file (and line) otherwise."""
+    data = read_yaml(path, "config file")
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config file {path}: the top level must be a mapping of keys")
+    return dict(data)
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        raw = yaml.safe_load(handle) or {}
-    return validate_config(raw, str(path))
+    return validate_config(read_config_file(path), str(path))
 
 
 def model_by_name(config: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,31 +127,73 @@ def _manifest_folders(root: Path) -> dict[tuple[str, str], list[Path]]:
     return found
 
 
+class MediaOutsideRoots(Exception):
+    """A written media path that resolves (symlinks followed) outside every allowed folder."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _contained(path: Path, roots: Sequence[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == root or root in real.parents for root in roots)
+
+
 class MediaResolver:
     """Resolve manifest media paths written relative to the authors' workspace root.
 
     Tries the path as written (absolute, or under the data root), then re-roots it: every
     suffix of the path is tried under the data root, the task root and their parents, so a
-    download unpacked under another folder name (`task_data/` instead of
+    download unpacked under another folder name (`task_pipeline_data/` instead of
     `task_pipeline_data/UAV-DualCog-V1/`) still resolves.
+
+    A manifest comes from someone else: a path that climbs with `..`, or whose file (symlinks
+    followed) lies outside the data root and every listed `media_roots` folder, is refused
+    with `MediaOutsideRoots`, so such a file is never opened, copied or sent.
     """
 
-    def __init__(self, data_root: str | Path) -> None:
+    def __init__(self, data_root: str | Path, media_roots: Iterable[str | Path] = ()) -> None:
         self.data_root = Path(data_root).resolve()
-        self._cache: dict[tuple[str, Path], Path | None] = {}
+        self.allowed = [Path(os.path.realpath(p)) for p in (data_root, *media_roots)]
+        self._cache: dict[tuple[str, Path], Path | None | MediaOutsideRoots] = {}
 
     def resolve(self, written: str, scene_dir: Path) -> Path | None:
         key = (written, scene_dir)
         if key not in self._cache:
-            self._cache[key] = self._search(written, scene_dir.resolve())
-        return self._cache[key]
+            try:
+                self._cache[key] = self._search(written, scene_dir.resolve())
+            except MediaOutsideRoots as refused:
+                self._cache[key] = refused
+        found = self._cache[key]
+        if isinstance(found, MediaOutsideRoots):
+            raise found
+        return found
 
     def _search(self, written: str, scene_dir: Path) -> Path | None:
         path = Path(written)
-        if path.is_absolute() and path.is_file():
-            return path
-        if not path.is_absolute() and (self.data_root / path).is_file():
-            return self.data_root / path
+        if ".." in path.parts:
+            raise MediaOutsideRoots("the path climbs out of its folder with '..'")
+        outside: Path | None = None
+        for candidate in self._candidates(path, scene_dir):
+            if not candidate.is_file():
+                continue
+            if _contained(candidate, self.allowed):
+                return candidate
+            outside = outside or candidate
+        if outside is not None:
+            raise MediaOutsideRoots(
+                f"{outside} resolves to {os.path.realpath(outside)}, outside data_root "
+                f"{self.data_root}" + ("" if len(self.allowed) == 1 else " and media_roots")
+                + " (list its folder under media_roots: in the config to allow it)"
+            )
+        return None
+
+    def _candidates(self, path: Path, scene_dir: Path) -> Iterator[Path]:
+        if path.is_absolute():
+            yield path
+        else:
+            yield self.data_root / path
         parts = [p for p in path.parts if p not in ("/", "")]
         # The task root (parent of the scene folder) and its ancestors up to the data root.
         bases = [self.data_root]
@@ -162,10 +204,7 @@ class MediaResolver:
         for start in range(len(parts)):
             suffix = Path(*parts[start:])
             for base in bases:
-                candidate = base / suffix
-                if candidate.is_file():
-                    return candidate
-        return None
+                yield base / suffix
 
 
 def _load_json(path: Path) -> Mapping[str, Any]:
@@ -291,15 +330,18 @@ def _context_index(reader: _SampleReader) -> int:
 
 
 class _Ingestor:
-    def __init__(self, data_root: Path) -> None:
+    def __init__(self, data_root: Path, media_roots: Iterable[str | Path] = ()) -> None:
         self.data_root = data_root
-        self.resolver = MediaResolver(data_root)
+        self.resolver = MediaResolver(data_root, media_roots)
 
     def media(self, reader: _SampleReader, role: str, key: str, scene_dir: Path) -> dict:
         written = reader.raw.get(key)
         if not isinstance(written, str) or not written:
             raise reader.fail("required media path is missing", key)
-        resolved = self.resolver.resolve(written, scene_dir)
+        try:
+            resolved = self.resolver.resolve(written, scene_dir)
+        except MediaOutsideRoots as refused:
+            raise reader.fail(f"media path {written!r} refused: {refused.reason}", key) from None
         if resolved is None:
             raise reader.fail(f"media file not found: {written}", key)
         return {"role": role, "path": written, "resolved_path": str(resolved)}
@@ -569,30 +611,33 @@ def ingest(
     data_root: str | Path,
     tasks: Iterable[str] | None = None,
     exclude_samples: Iterable[str] = (),
+    media_roots: Iterable[str | Path] = (),
 ) -> pd.DataFrame:
     """Read every latest manifest under `data_root` into a samples frame (SAMPLES columns).
 
     `tasks` limits the request kinds kept (default: all). Raises `DataError` on bad data.
     `exclude_samples` (the config key) drops those sample ids; see `ingest_excluding`.
     """
-    return ingest_excluding(data_root, tasks, exclude_samples)[0]
+    return ingest_excluding(data_root, tasks, exclude_samples, media_roots)[0]
 
 
 def ingest_excluding(
     data_root: str | Path,
     tasks: Iterable[str] | None = None,
     exclude_samples: Iterable[str] = (),
+    media_roots: Iterable[str | Path] = (),
 ) -> tuple[pd.DataFrame, list[str]]:
     """`ingest`, also returning the excluded sample ids that were found (sorted).
 
     Excluded samples are dropped after their manifest is read, so every other sample is read
     exactly as without the exclusion (behavior levels are assigned per whole manifest).
+    Media must lie (symlinks followed) under `data_root` or one of `media_roots`.
     """
     excluded = set(exclude_samples)
     dropped: list[str] = []
     root = Path(data_root)
     wanted = None if tasks is None else set(tasks)
-    ingestor = _Ingestor(root)
+    ingestor = _Ingestor(root, media_roots)
     rows: list[dict] = []
     seen: dict[str, str] = {}
     for manifest in find_manifests(root):

@@ -87,16 +87,35 @@ def env_reference(value: Any) -> str | None:
     return match.group(1) if match else None
 
 
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The document of a YAML (or JSON) file; a ConfigError naming `what`, the file and the
+    line when it is missing, empty, not UTF-8 or not YAML."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{what} {path}, line {line}: not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = error.problem or error.context or "not valid YAML"
+        raise ConfigError(f"{what} {path}{where}: not valid YAML ({problem})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{what} {path}: not valid YAML ({error})") from None
+    if data is None:
+        raise ConfigError(f"{what} {path} is empty")
+    return data
+
+
 def read_routes_file(path: str | Path) -> dict[str, dict[str, Any]]:
     """Route key -> settings in our field names, from a file in either format."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"routes_file {path} does not exist")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ConfigError(f"routes_file {path} is not readable YAML: {error}") from None
+    data = read_yaml(path, "routes_file")
     if not isinstance(data, Mapping):
         raise ConfigError(f"routes_file {path}: the top level must be a mapping")
     if "routes" in data:

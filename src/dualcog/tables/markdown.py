@@ -8,8 +8,18 @@ from dualcog.tables.model import Stamp, Table
 _MARKS = {"best": "**{}**", "second": "<u>{}</u>"}
 
 
+_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " "}
+)
+
+
+def escape_cell(text: str) -> str:
+    """Text as a literal GitHub table cell: no column break, no HTML, no line break."""
+    return text.translate(_ESCAPES)
+
+
 def _cell(cell: Cell) -> str:
-    text = cell.text.replace("|", r"\|")
+    text = escape_cell(cell.text)
     if cell.mark:
         text = _MARKS[cell.mark].format(text)
     if cell.flag == "partial" and cell.column is not None:
@@ -27,11 +37,11 @@ def to_markdown(table: Table, stamp: Stamp | None = None) -> str:
     layout = grid(table)
     headers = layout.headers
     lines = [f"## {table.title}", ""]
-    lines.append("| " + " | ".join(headers) + " |")
+    lines.append("| " + " | ".join(escape_cell(h) for h in headers) + " |")
     lines.append("|" + "|".join("---" for _ in headers) + "|")
     for block in layout.blocks:
         if table.highlight:
-            lines.append("| " + " | ".join([f"*{block.title}*"] + [""] * (len(headers) - 1)) + " |")
+            lines.append("| " + " | ".join([f"*{escape_cell(block.title)}*"] + [""] * (len(headers) - 1)) + " |")
         for row in block.rows:
             lines.append("| " + " | ".join(_cell(c) for c in row.cells) + " |")
     lines.append("")
