@@ -106,3 +106,21 @@ def test_user_config_without_data_root_fails_and_never_inherits_the_demo(tmp_pat
     )  # the defaults, not the demo's
     # Without --configfile the folder's config/config.yaml is the configuration.
     assert "results/responses/oracle/" in run_snakemake(tmp_path, "-n").stdout
+
+
+def test_two_copies_of_the_benchmark_are_refused_naming_both_manifests(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "scratch"
+    shutil.copytree(DEMO, root / "copy1")
+    shutil.copytree(DEMO, root / "copy2")
+    config = {"data_root": str(root), "models": [{"name": "oracle", "backend": "oracle"}]}
+    [(subject, message)] = problems_of(config)
+    assert subject == "data_root"
+    assert "appear in two manifests" in message
+    import re
+
+    sample, first, twin = re.search(r"sample (\S+) in (\S+) and in (\S+?);", message).groups()
+    first, twin = Path(first), Path(twin)
+    assert first.relative_to(root / "copy1") == twin.relative_to(root / "copy2")
+    assert sample in first.read_text()

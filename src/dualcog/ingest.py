@@ -184,7 +184,8 @@ class MediaResolver:
         if outside is not None:
             raise MediaOutsideRoots(
                 f"{outside} resolves to {os.path.realpath(outside)}, outside data_root "
-                f"{self.data_root}" + ("" if len(self.allowed) == 1 else " and media_roots")
+                f"{self.data_root}"
+                + ("" if len(self.allowed) == 1 else " and media_roots")
                 + " (list its folder under media_roots: in the config to allow it)"
             )
         return None

@@ -7,6 +7,7 @@ run included), so every missing `${VAR}`, replay file and data problem is listed
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -64,7 +65,38 @@ def data_root_problems(data_root: str) -> list[Problem]:
                 "*/video_tasks/datasets/*.json)",
             )
         ]
-    return []
+    return duplicate_sample_problems([m.path for m in manifests])
+
+
+def duplicate_sample_problems(paths: list[Path], shown: int = 5) -> list[Problem]:
+    """A sample id in two manifests (a data root holding copies of the benchmark), named with
+    both files. Unreadable manifests are left to the ingest, which names what is wrong."""
+    first: dict[str, Path] = {}
+    clashes: list[tuple[str, Path, Path]] = []
+    for path in paths:
+        try:
+            samples = json.loads(path.read_text(encoding="utf-8")).get("samples")
+        except (OSError, ValueError, AttributeError):
+            continue
+        for sample in samples if isinstance(samples, list) else []:
+            sample_id = sample.get("sample_id") if isinstance(sample, dict) else None
+            if not isinstance(sample_id, str):
+                continue
+            if sample_id in first and first[sample_id] != path:
+                clashes.append((sample_id, first[sample_id], path))
+            first.setdefault(sample_id, path)
+    if not clashes:
+        return []
+    listed = "; ".join(f"sample {s} in {a} and in {b}" for s, a, b in clashes[:shown])
+    more = f" (and {len(clashes) - shown} more)" if len(clashes) > shown else ""
+    return [
+        Problem(
+            "data_root",
+            f"{len(clashes)} sample id(s) appear in two manifests, as when the data root "
+            f"holds more than one copy of the benchmark: {listed}{more}; point data_root at "
+            "one copy",
+        )
+    ]
 
 
 def model_problems(model: Mapping[str, Any], environ: Mapping[str, str]) -> list[Problem]:

@@ -41,7 +41,8 @@ def to_markdown(table: Table, stamp: Stamp | None = None) -> str:
     lines.append("|" + "|".join("---" for _ in headers) + "|")
     for block in layout.blocks:
         if table.highlight:
-            lines.append("| " + " | ".join([f"*{escape_cell(block.title)}*"] + [""] * (len(headers) - 1)) + " |")
+            title = f"*{escape_cell(block.title)}*"
+            lines.append("| " + " | ".join([title] + [""] * (len(headers) - 1)) + " |")
         for row in block.rows:
             lines.append("| " + " | ".join(_cell(c) for c in row.cells) + " |")
     lines.append("")
