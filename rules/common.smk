@@ -35,8 +35,26 @@ CONFIG_SOURCE = (
     ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
 )
 config = validate_config(config, CONFIG_SOURCE)
+
+
+def profile_resource_settings():
+    """Raw resource values of the profile and command line (setting -> text)."""
+    settings = workflow.resource_settings
+    found = {}
+    if settings.default_resources is not None:
+        for arg in settings.default_resources.args or []:
+            name, _, value = arg.partition("=")
+            found[f"default-resources {name}"] = value
+    for rule_name, resources in (settings.overwrite_resources or {}).items():
+        for name, resource in resources.items():
+            found[f"set-resources {rule_name}:{name}"] = getattr(
+                resource, "raw", resource
+            )
+    return found
+
+
 # Before any job, a dry run included: every missing variable, replay file or data problem.
-require_ready(config, CONFIG_SOURCE)
+require_ready(config, CONFIG_SOURCE, profile_resource_settings())
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]

@@ -72,3 +72,27 @@ def test_the_submission_rate_is_one_snakemake_honours(monkeypatch) -> None:
     _, args = parse_args(["--profile", str(PROFILE), "--dry-run"])
     assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (5, 1)
     assert "max-jobs-per-second" not in _profile()
+
+
+def test_a_dry_run_without_the_placeholder_exports_names_them(tmp_path, monkeypatch) -> None:
+    for name in PLACEHOLDERS:
+        monkeypatch.delenv(name, raising=False)
+    write_config(tmp_path, _demo_config())
+    result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-2000:]
+    assert "nothing was run" in output
+    for name in PLACEHOLDERS:
+        assert f"${name}" in output
+    assert "$DUALCOG_SLURM_ACCOUNT (default-resources slurm_account) is not set" in output
+
+
+def test_profile_placeholders_are_found_in_either_spelling() -> None:
+    from dualcog.preflight import profile_problems
+
+    settings = {"a": "$SET_ONE", "b": "x-${UNSET_TWO}-y", "c": "plain", "d": "$UNSET_THREE"}
+    found = [(p.variable, p.message) for p in profile_problems(settings, {"SET_ONE": "1"})]
+    assert found == [
+        ("UNSET_TWO", "$UNSET_TWO (b) is not set"),
+        ("UNSET_THREE", "$UNSET_THREE (d) is not set"),
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -114,12 +115,40 @@ def model_problems(model: Mapping[str, Any], environ: Mapping[str, str]) -> list
     return problems
 
 
-def check(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[Problem]:
-    """Every problem of a validated configuration (empty when it can run)."""
+# `$NAME` or `${NAME}`, as Snakemake expands them in resource values (os.path.expandvars).
+_SHELL_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def profile_problems(settings: Mapping[str, str], environ: Mapping[str, str]) -> list[Problem]:
+    """Resource values of the active profile (setting -> raw text) that name an unset variable,
+    one problem per variable: Snakemake would pass them on literally
+    (`--account=$DUALCOG_SLURM_ACCOUNT`)."""
+    users: dict[str, list[str]] = defaultdict(list)
+    for setting, raw in settings.items():
+        for match in _SHELL_VARIABLE.finditer(str(raw)):
+            variable = match.group(1) or match.group(2)
+            if variable not in environ:
+                users[variable].append(setting)
+    problems = []
+    for variable, used in users.items():
+        shown = ", ".join(used[:3]) + (f" and {len(used) - 3} more" if len(used) > 3 else "")
+        problems.append(Problem("profile", f"${variable} ({shown}) is not set", variable))
+    return problems
+
+
+def check(
+    config: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    profile: Mapping[str, str] | None = None,
+) -> list[Problem]:
+    """Every problem of a validated configuration (empty when it can run), and of the
+    profile's resource settings when given."""
     environ = os.environ if environ is None else environ
     problems = data_root_problems(str(config["data_root"]))
+    problems.extend(profile_problems(profile or {}, environ))
     for model in config["models"]:
         problems.extend(model_problems(model, environ))
+    # vLLM availability of `serve:` models is checked here too (dualcog.serving).
     return problems
 
 
@@ -135,15 +164,22 @@ def report(problems: list[Problem], source: str) -> str:
         if problem.variable and problem.subject not in users[problem.variable]:
             users[problem.variable].append(problem.subject)
     if users:
-        lines.append("missing environment variables (export them, or drop the models):")
+        lines.append(
+            "missing environment variables (export them, or drop the models or write the "
+            "values into the profile):"
+        )
         for variable, subjects in sorted(users.items()):
             names = [subject.removeprefix("model ") for subject in subjects]
             lines.append(f"  {variable}: {len(names)} ({', '.join(names)})")
     return "\n".join(lines)
 
 
-def require_ready(config: Mapping[str, Any], source: str = "the configuration") -> None:
+def require_ready(
+    config: Mapping[str, Any],
+    source: str = "the configuration",
+    profile: Mapping[str, str] | None = None,
+) -> None:
     """Raise PreflightError listing every problem; return quietly when there is none."""
-    problems = check(config)
+    problems = check(config, profile=profile)
     if problems:
         raise PreflightError(report(problems, source))
