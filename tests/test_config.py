@@ -133,3 +133,100 @@ def test_display_name_refuses_markup(name) -> None:
     }
     with pytest.raises(ConfigError, match="display_name"):
         validate_config(config)
+
+
+# -- one source per config fact: the schema (in the package) --------------------------------
+
+
+def test_schema_enums_are_the_codes_constants() -> None:
+    from dualcog.config import load_schema
+    from dualcog.inference.offline import SIMULATED_QUIRKS
+    from dualcog.inference.request import FAMILY_MODE_BODIES
+    from dualcog.inference.runner import BACKENDS
+    from dualcog.parsing.scale import CONFIGURABLE_SCALES
+    from dualcog.render import VIDEO_MODES
+    from dualcog.tables.model import GROUP_ORDER
+    from dualcog.tasks import REQUEST_KINDS
+
+    schema = load_schema()
+    model = schema["$defs"]["model"]["properties"]
+    tasks = [kind.task for kind in REQUEST_KINDS]
+    assert schema["properties"]["tasks"]["items"]["enum"] == tasks
+    assert schema["properties"]["tasks"]["default"] == tasks
+    assert model["tasks"]["items"]["enum"] == tasks
+    assert model["backend"]["enum"] == list(BACKENDS)
+    assert model["video_mode"]["enum"] == list(VIDEO_MODES)
+    assert model["bbox_scale"]["enum"] == list(CONFIGURABLE_SCALES)
+    assert model["group"]["enum"] == list(GROUP_ORDER)
+    assert set(model["quirks"]["items"]["enum"]) == set(SIMULATED_QUIRKS)
+    assert set(model["family"]["enum"]) == set(FAMILY_MODE_BODIES)
+
+
+def test_defaults_come_from_the_schema() -> None:
+    config = validate_config(_config())
+    assert config["media"] == {
+        "max_width": 640,
+        "max_height": 480,
+        "jpeg_quality": 80,
+        "store": "results/media/store",
+    }
+    assert config["tables"] == {"formats": ["csv", "md"]}
+    model = config["models"][0]
+    assert (model["group"], model["video_mode"], model["video_frames"]) == (
+        "baseline",
+        "video_url",
+        16,
+    )
+    assert (model["temperature"], model["max_tokens"], model["seed"]) == (0.0, 2048, 0)
+    partial = validate_config({**_config(), "media": {"max_width": 320}})["media"]
+    assert (partial["max_width"], partial["max_height"]) == (320, 480)
+
+
+def test_tpm_limit_without_an_estimate_fails_at_validation() -> None:
+    with pytest.raises(ConfigError, match=r"models\[0\] \(m\).*estimated_tokens_per_request"):
+        validate_config(_config(backend="openai", api_base="http://x", tpm_limit=1000))
+    validate_config(
+        _config(
+            backend="openai", api_base="http://x", tpm_limit=1000, estimated_tokens_per_request=10
+        )
+    )
+
+
+def test_a_wheel_install_validates_a_config(tmp_path) -> None:
+    """The schema ships in the wheel: an install outside the source tree validates."""
+    import shutil
+    import subprocess
+    import sys
+
+    # Built from a copy, so that setuptools' build/ folder lands outside the checkout.
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", source)
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(wheels)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    [wheel] = wheels.glob("dualcog-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    config = tmp_path / "elsewhere" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text("data_root: /data\nmodels:\n  - {name: m, backend: oracle}\n")
+    script = (
+        "import sys, dualcog.config as c; "
+        "assert 'site-packages' in c.__file__, c.__file__; "
+        "print(c.load_config(sys.argv[1])['models'][0]['video_frames'])"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script, str(config)],
+        capture_output=True, text=True, cwd=config.parent, timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "16"

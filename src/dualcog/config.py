@@ -18,32 +18,30 @@ from dualcog.errors import ConfigError
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).with_name("config_schema.yaml")  # package data (pyproject.toml)
 
-DEFAULTS: dict[str, Any] = {
-    "tasks": [kind.task for kind in REQUEST_KINDS],
-    "exclude_samples": [],
-    "cache_dir": "results/cache",
-    "media": {
-        "max_width": 640,
-        "max_height": 480,
-        "jpeg_quality": 80,
-        "store": "results/media/store",
-    },
-    "tables": {"formats": ["csv", "md"]},
-    "bootstrap": {"replicates": 1000, "seed": 0, "level": 0.95},
-    "compare": [],
-}
-MODEL_DEFAULTS: dict[str, Any] = {
-    "group": "baseline",
-    "reasoning_only": False,
-    "main_table": True,
-    "video_mode": "video_url",
-    "video_frames": 16,
-    "temperature": 0.0,
-    "max_tokens": 2048,
-    "seed": 0,
-}
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def schema_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The `default` of every property of an object schema; an object property without one
+    gets the defaults of its own properties (so `media: {}` and no `media` mean the same)."""
+    defaults = {}
+    for key, prop in node.get("properties", {}).items():
+        if "default" in prop:
+            defaults[key] = copy.deepcopy(prop["default"])
+        elif prop.get("type") == "object" and schema_defaults(prop):
+            defaults[key] = schema_defaults(prop)
+    return defaults
+
+
+# The schema is the one place defaults are written.
+_SCHEMA = load_schema()
+DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA)
+MODEL_DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA["$defs"]["model"])
 # Settings that change how fast answers arrive, never what they say: left out of the
 # fingerprint so that tuning them does not rerun a model.
 NON_ANSWER_KEYS = frozenset(
@@ -94,11 +92,6 @@ MISSING_DATA_ROOT = (
 )
 
 
-def load_schema(path: Path = SCHEMA_PATH) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
 def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> str:
     parts = []
     node: Any = config
@@ -118,7 +111,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     """Validate against the JSON schema and return a copy with defaults and routes filled in."""
     if isinstance(config, Mapping) and "data_root" not in config:
         raise ConfigError(f"invalid configuration in {source}: {MISSING_DATA_ROOT}")
-    schema = load_schema()
+    schema = _SCHEMA
     _check(schema, config, config, source)
     merged = copy.deepcopy(DEFAULTS)
     for key, value in config.items():
