@@ -230,3 +230,21 @@ def test_a_wheel_install_validates_a_config(tmp_path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "16"
+
+
+def test_the_config_check_command_names_file_and_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("data_root: x\nmodels: [\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("data_root: x\nmodels:\n  - {name: m, backend: oracle}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "dualcog.config", str(good), str(bad)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert f"{good}: valid (1 model runs)" in result.stdout
+    assert f"config file {bad}, line 3, column 1: not valid YAML" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -244,3 +244,24 @@ def model_fingerprint(model: Mapping[str, Any]) -> str:
 
 def is_video_task(task: str) -> bool:
     return REQUEST_BY_TASK[task].modality == "video"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m dualcog.config FILE...`: validate config files, naming file and line of a
+    YAML mistake (Snakemake reads `--configfile` itself and names neither)."""
+    import sys
+
+    failed = 0
+    for path in sys.argv[1:] if argv is None else argv:
+        try:
+            config = load_config(path)
+        except ConfigError as error:
+            print(error, file=sys.stderr)
+            failed += 1
+        else:
+            print(f"{path}: valid ({len(config['models'])} model runs)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
