@@ -11,8 +11,8 @@ rule ingest:
     params:
         data_root=lambda wildcards: config["data_root"],
         tasks=TASKS,
-        exclude_samples=config.get("exclude_samples", []),
-        media_roots=config.get("media_roots", []),
+        exclude_samples=config["exclude_samples"],
+        media_roots=config["media_roots"],
         version=INGEST_VERSION,
     script:
         "../scripts/ingest.py"

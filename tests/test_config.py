@@ -151,9 +151,9 @@ def test_schema_enums_are_the_codes_constants() -> None:
     schema = load_schema()
     model = schema["$defs"]["model"]["properties"]
     tasks = [kind.task for kind in REQUEST_KINDS]
-    assert schema["properties"]["tasks"]["items"]["enum"] == tasks
+    assert schema["$defs"]["task"]["enum"] == tasks
     assert schema["properties"]["tasks"]["default"] == tasks
-    assert model["tasks"]["items"]["enum"] == tasks
+    assert schema["properties"]["tasks"]["items"] == model["tasks"]["items"]
     assert model["backend"]["enum"] == list(BACKENDS)
     assert model["video_mode"]["enum"] == list(VIDEO_MODES)
     assert model["bbox_scale"]["enum"] == list(CONFIGURABLE_SCALES)
@@ -248,3 +248,13 @@ def test_the_config_check_command_names_file_and_line(tmp_path) -> None:
     assert f"{good}: valid (1 model runs)" in result.stdout
     assert f"config file {bad}, line 3, column 1: not valid YAML" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_display_name_from_a_route_is_checked_too() -> None:
+    config = {
+        "data_root": "data",
+        "routes": {"r": {"api_base": "http://x", "display_name": "<img src=x onerror=alert(1)>"}},
+        "models": [{"name": "m", "backend": "openai", "route": "r"}],
+    }
+    with pytest.raises(ConfigError, match=r"(?s)after routes.*display_name.*are refused"):
+        validate_config(config)

@@ -173,8 +173,15 @@ def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = 
     if unset_ok:
         errors = [e for e in errors if not env_reference(e.instance)]
     if errors:
-        lines = [f"- {_location(e, config)}: {e.message}" for e in errors[:20]]
+        lines = [f"- {_location(e, config)}: {_message(e)}" for e in errors[:20]]
         raise ConfigError(f"invalid configuration in {source}:\n" + "\n".join(lines))
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    # A pattern alone does not say what is wrong; the property's description does.
+    if error.validator == "pattern" and "description" in error.schema:
+        return f"{error.message}: {error.schema['description']}"
+    return error.message
 
 
 def _check_key(
