@@ -419,3 +419,16 @@ def test_vllm_available_names_the_model_and_how_to_install(tmp_path: Path) -> No
         assert no_module is not None and f"{sys.executable} cannot import vllm" in no_module
     else:
         assert no_module is None
+
+
+def test_the_reaper_leaves_pidfiles_of_other_machines_alone(tmp_path: Path) -> None:
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+    )
+    try:
+        pidfile_for(tmp_path / "x.pid", other.pid, host="another-node")
+        assert serving.reap_orphans(tmp_path, grace_s=1.0) == []
+        assert alive(other.pid) and (tmp_path / "x.pid").exists()
+    finally:
+        other.kill()
+        other.wait()

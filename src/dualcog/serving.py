@@ -232,6 +232,7 @@ def write_pidfile(path: Path, pid: int) -> None:
         "cmdline": process_cmdline(pid),
         "owner_pid": os.getpid(),
         "owner_start": process_start(os.getpid()),
+        "host": socket.gethostname(),  # pids mean nothing on another node of a cluster
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".tmp")
@@ -256,6 +257,8 @@ def reap_orphans(pid_dir: str | Path, grace_s: float = 10.0) -> list[int]:
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)  # unreadable: nothing it names can be trusted
             continue
+        if record.get("host", socket.gethostname()) != socket.gethostname():
+            continue  # reaped by a run on its own machine
         if owner_start is not None and process_start(owner) == owner_start:
             continue  # its job still runs (another served job of this workflow)
         leader_start = process_start(pid)
