@@ -17,7 +17,12 @@ def main(sm):
     spec = serve_spec(next(iter(runs.values())))
     samples = read_frame(sm.input.samples)
     failed = []
-    with exit_on_signals(), ManagedServer(spec, sm.log.server, label=sm.rule) as server:
+    with (
+        exit_on_signals(),
+        ManagedServer(
+            spec, sm.log.server, label=sm.rule, pid_dir=Path(sm.log.server).parent
+        ) as server,
+    ):
         log.info(
             "server for %s: pid %d, %s (serves %s; log %s)",
             ", ".join(runs), server.pid, server.api_base, spec.served_name, sm.log.server,
@@ -26,7 +31,7 @@ def main(sm):
             model = {
                 **runs[item["run"]],
                 "api_base": server.api_base,
-                "api_key": "EMPTY",
+                "api_key": server.api_key,  # per launch; scrubbed like any key
                 "request_model": spec.served_name,
             }
             prompts = read_frame(item["prompts"])

@@ -2,9 +2,12 @@
 
     python fake_vllm.py MODEL --host H --port P --served-model-name NAME [options]
 
-Serves GET /health and POST /v1/chat/completions (a valid answer for image and video tasks).
-It appends "start <pid> <child pid> <model>" to --starts-file and starts one child process in
-its own process group (as vLLM starts workers), so tests can check that both are gone.
+Serves GET /health, GET /v1/models and POST /v1/chat/completions (a valid answer for image and
+video tasks). Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401
+without `Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to
+--starts-file and starts one worker process in the server's process group (as vLLM does),
+so tests can check that both are gone.
+With --ignore-term both the server and its worker ignore SIGTERM.
 """
 
 from __future__ import annotations
@@ -35,9 +38,13 @@ def main() -> None:
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--reply-delay", type=float, default=0.0)
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"))
     args = parser.parse_args()
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    worker = "import signal, time\n"
+    if args.ignore_term:
+        worker += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    child = subprocess.Popen([sys.executable, "-c", worker + "time.sleep(3600)"])
     with open(args.starts_file, "a", encoding="utf-8") as handle:
         handle.write(f"start {os.getpid()} {child.pid} {args.model}\n")
     if args.ignore_term:
@@ -58,13 +65,29 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(data)
 
+        def _refused(self) -> bool:
+            """vLLM's rule: with a key, /v1/ paths need `Authorization: Bearer <key>`."""
+            if not args.api_key or not self.path.startswith("/v1"):
+                return False
+            if self.headers.get("Authorization") == f"Bearer {args.api_key}":
+                return False
+            self._send(401, {"error": "Unauthorized"})
+            return True
+
         def do_GET(self) -> None:  # noqa: N802 (http.server API)
-            if self.path == "/health":
+            if self._refused():
+                return
+            if self.path == "/v1/models":
+                model = {"id": args.served_model_name, "object": "model", "root": args.model}
+                self._send(200, {"object": "list", "data": [model]})
+            elif self.path == "/health":
                 self._send(200 if ready else 503, {})
             else:
                 self._send(404, {})
 
         def do_POST(self) -> None:  # noqa: N802
+            if self._refused():
+                return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if body.get("model") != args.served_model_name:
                 self._send(404, {"error": {"message": f"no model {body.get('model')}"}})

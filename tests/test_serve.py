@@ -6,18 +6,22 @@ The server is tests/fake_vllm.py, a real HTTP process started through the same c
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from dualcog import schemas
+from dualcog import schemas, serving
 from dualcog.inference import media_path, run_model
 from dualcog.serving import (
     GpuClaim,
@@ -96,11 +100,75 @@ def test_serves_requests_then_stops_with_its_workers(tmp_path: Path) -> None:
         assert server.pid == pid and alive(pid) and alive(worker)
         frame, store = one_prompt(tmp_path)
         served = {**model, "api_base": server.api_base, "request_model": "local-vlm"}
+        keyless = run_model(served, frame, pd.DataFrame(), store, tmp_path / "cache0")
+        assert list(keyless.status) == ["error"]  # the server accepts only its own key
+        served["api_key"] = server.api_key
         out = run_model(served, frame, pd.DataFrame(), store, tmp_path / "cache")
         assert list(out.status) == ["ok"]
     assert not alive(pid) and not alive(worker)
     text = log.read_text()
     assert "--served-model-name local-vlm" in text and "request local-vlm" in text
+    stored = [p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    stored += [p.read_bytes() for p in (tmp_path / "cache0").rglob("*") if p.is_file()]
+    assert stored and not any(server.api_key.encode() in data for data in stored)
+    assert server.api_key not in text and server.api_key not in out.to_json()
+
+
+class Impostor(ThreadingHTTPServer):
+    """Another program on the port: answers /health 200 and counts every other request."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def reply(self) -> None:
+                if self.path != "/health":
+                    owner.requests.append(f"{self.command} {self.path}")
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = reply  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.daemon_threads = True
+
+
+def test_an_impostor_on_the_port_gets_no_request_and_a_clear_error(tmp_path, monkeypatch):
+    impostor = Impostor()
+    port = impostor.server_address[1]
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    monkeypatch.setattr(serving, "free_port", lambda host: port)  # the port is taken meanwhile
+    starts = tmp_path / "starts.txt"
+    server = ManagedServer(serve_spec(fake_model(starts)), tmp_path / "serve.log")
+    try:
+        with pytest.raises(ServeError, match=f"port {port}") as info, server:
+            pytest.fail("the impostor must not be used")
+    finally:
+        impostor.shutdown()
+        impostor.server_close()
+    # Either our server exited for want of the port or the identity check refused the impostor.
+    assert "another program" in str(info.value).lower()
+    assert not [r for r in impostor.requests if r.startswith("POST")]
+    assert server.process is not None and not alive(server.process.pid)
+    assert all(not alive(pid) and not alive(worker) for pid, worker in started(starts))
+
+
+def test_identity_needs_401_without_the_key_and_the_served_name(tmp_path, monkeypatch):
+    """A real vLLM-like server on the port but started without our key is refused too."""
+    starts = tmp_path / "other.txt"
+    other = ManagedServer(serve_spec(fake_model(starts)), tmp_path / "other.log")
+    with other:
+        monkeypatch.setattr(serving, "free_port", lambda host: other.port)
+        ours = ManagedServer(serve_spec(fake_model(tmp_path / "s.txt")), tmp_path / "ours.log")
+        with pytest.raises(ServeError, match=f"port {other.port}"), ours:
+            pytest.fail("another job's server must not be used")
+    assert other.api_key not in (tmp_path / "other.log").read_text()
 
 
 def test_health_timeout_reports_the_log_tail_and_leaves_nothing(tmp_path: Path) -> None:
@@ -218,3 +286,149 @@ def test_two_servers_get_different_devices(tmp_path: Path, monkeypatch) -> None:
     assert seen == ["CUDA_VISIBLE_DEVICES=4", "CUDA_VISIBLE_DEVICES=5"]
     # Released with the servers: both devices are free again.
     assert GpuClaim(2, ["4", "5"], tmp_path / "dualcog-gpu-locks", wait_s=0).acquire() == ["4", "5"]
+
+
+def wait_gone(pids: list[int], limit_s: float = 60.0) -> bool:
+    """True once no pid in `pids` is alive; a generous bound, not a timing check."""
+    deadline = time.monotonic() + limit_s
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_server_left_by_a_killed_job_is_reaped_by_the_next(tmp_path: Path) -> None:
+    """kill -9 of the job: the leader ignores SIGTERM (its PDEATHSIG), the worker is not told;
+    the next server start in the same pidfile folder stops both."""
+    starts = tmp_path / "starts.txt"
+    pids = tmp_path / "pids"
+    model = fake_model(starts, "--ignore-term")
+    script = (
+        "import sys, time\n"
+        "from dualcog.serving import ManagedServer, serve_spec\n"
+        f"model = {model!r}\n"
+        f"with ManagedServer(serve_spec(model), sys.argv[1], pid_dir={str(pids)!r}):\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    job = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path / "serve.log")], stdout=subprocess.PIPE
+    )
+    assert job.stdout is not None and job.stdout.readline().strip() == b"ready"
+    [(pid, worker)] = started(starts)
+    assert len(list(pids.glob("*.pid"))) == 1
+    job.kill()
+    job.wait(timeout=30)
+    time.sleep(1.0)  # time for PDEATHSIG to arrive: ignored, so both must still be alive
+    assert alive(pid) and alive(worker)
+    try:
+        nxt = ManagedServer(
+            serve_spec(fake_model(tmp_path / "next.txt")), tmp_path / "next.log",
+            stop_grace_s=1.0, pid_dir=pids,
+        )  # fmt: skip
+        with nxt:
+            assert wait_gone([pid, worker])
+        assert not list(pids.glob("*.pid"))  # the next server's own pidfile went at its stop
+    finally:
+        for leftover in (pid, worker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leftover, signal.SIGKILL)
+
+
+def pidfile_for(path: Path, pid: int, **changes: object) -> None:
+    """A pidfile naming `pid` as written for it, whose owner job is gone, with `changes`."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone_start = serving.process_start(gone.pid)
+    gone.wait()
+    record = {
+        "pid": pid,
+        "pgid": pid,
+        "start": serving.process_start(pid),
+        "cmdline": serving.process_cmdline(pid),
+        "owner_pid": gone.pid,
+        "owner_start": gone_start,
+        **changes,
+    }
+    path.write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    ("changes", "reaped"),
+    [
+        ({}, True),
+        ({"cmdline": ["vllm", "serve", "/m"]}, False),  # the pid now runs something else
+        ({"start": 1}, False),  # same command, started at another time: a reused pid
+        ({"owner_pid": os.getpid(), "owner_start": None}, None),  # filled in below
+    ],
+)
+def test_the_reaper_kills_only_the_recorded_process(tmp_path, changes, reaped) -> None:
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+    )
+    try:
+        if reaped is None:  # the owning job still runs: its server is no orphan
+            changes = {"owner_pid": os.getpid(), "owner_start": serving.process_start(os.getpid())}
+        pidfile_for(tmp_path / "x.pid", other.pid, **changes)
+        stopped = serving.reap_orphans(tmp_path, grace_s=1.0)
+        assert (stopped == [other.pid]) is bool(reaped)
+        assert wait_gone([other.pid]) if reaped else alive(other.pid)
+        assert (tmp_path / "x.pid").exists() is (reaped is None)
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_reaper_stops_workers_whose_leader_has_exited(tmp_path: Path) -> None:
+    leader_code = (
+        "import subprocess, sys\n"
+        "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(w.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    leader = subprocess.Popen(
+        [sys.executable, "-c", leader_code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert leader.stdout is not None and leader.stdin is not None
+    worker = int(leader.stdout.readline())
+    try:
+        pidfile_for(tmp_path / "x.pid", leader.pid)
+        leader.stdin.close()
+        leader.wait(timeout=30)
+        assert alive(worker)
+        assert serving.reap_orphans(tmp_path, grace_s=1.0) == [leader.pid]
+        assert wait_gone([worker])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_vllm_available_names_the_model_and_how_to_install(tmp_path: Path) -> None:
+    starts = tmp_path / "s.txt"
+    assert serving.vllm_available(fake_model(starts)) is None  # the command exists
+    missing = serving.vllm_available(fake_model(starts, command=["no-such-vllm", "serve"]))
+    assert missing is not None
+    assert "Local-VLM-Instant" in missing and "pip install vllm" in missing
+    python = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
+    no_module = serving.vllm_available(fake_model(starts, command=python))
+    importable = subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True)
+    if importable.returncode != 0:  # the configured python is named as the one lacking it
+        assert no_module is not None and f"{sys.executable} cannot import vllm" in no_module
+    else:
+        assert no_module is None
+
+
+def test_the_reaper_leaves_pidfiles_of_other_machines_alone(tmp_path: Path) -> None:
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+    )
+    try:
+        pidfile_for(tmp_path / "x.pid", other.pid, host="another-node")
+        assert serving.reap_orphans(tmp_path, grace_s=1.0) == []
+        assert alive(other.pid) and (tmp_path / "x.pid").exists()
+    finally:
+        other.kill()
+        other.wait()

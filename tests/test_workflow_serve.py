@@ -3,6 +3,7 @@ leaves no server process behind after success, after a failing job, or when it i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -128,3 +129,31 @@ def test_ctrl_c_to_snakemake_leaves_no_server(tmp_path: Path) -> None:
     snakemake.communicate(timeout=120)
     assert snakemake.returncode != 0
     wait_for(lambda: not alive(pid) and not alive(worker), timeout=60)
+
+
+def test_kill_9_leaves_a_server_that_the_next_run_reaps(tmp_path: Path) -> None:
+    """SIGKILL to Snakemake and its job while the server ignores SIGTERM: the leader and its
+    worker outlive the job (PDEATHSIG is ignored, the worker never gets it); the next run's
+    served job reaps both from their pidfile before starting its own server."""
+    starts = tmp_path / "starts.txt"
+    write_config(tmp_path, config(starts, "--reply-delay", "0.2", "--ignore-term"))
+    log = tmp_path / "results/logs/serve/Local-VLM.log"
+    snakemake = snakemake_process(tmp_path)
+    wait_for(lambda: log.exists() and "request" in log.read_text())
+    [(pid, worker)] = started(starts)
+    pidfiles = list((tmp_path / "results/logs/serve").glob("*.pid"))
+    assert len(pidfiles) == 1
+    os.killpg(snakemake.pid, signal.SIGKILL)
+    snakemake.communicate(timeout=60)
+    time.sleep(1.0)  # PDEATHSIG has arrived and was ignored: both are still there
+    try:
+        assert alive(pid) and alive(worker)
+        run_snakemake(tmp_path, "--unlock")
+        run_snakemake(tmp_path, "--rerun-incomplete")
+        assert not alive(pid) and not alive(worker)
+        assert len(started(starts)) == 2 and not any(alive(p) for p, _ in started(starts))
+        assert not list((tmp_path / "results/logs/serve").glob("*.pid"))
+    finally:
+        for leftover in (pid, worker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(leftover, signal.SIGKILL)

@@ -5,6 +5,16 @@ served model starts the server on a free port, sends all of that model's request
 ordinary `openai` backend, and stops the server whatever happens (success, error, Ctrl-C,
 SIGTERM). The server runs in its own process group, so stopping it stops its workers too
 (SIGTERM, then SIGKILL after a grace period); on Linux it is also told to exit if the job dies.
+
+Requests go only to the server this job started: each launch gets a random API key (passed as
+VLLM_API_KEY, so it is in no command line or log), and before the first request the job checks
+that its process is alive, that /v1/models refuses a request without the key (401), and that
+it lists the served name with it. A listener that took the port fails this at once.
+
+A job killed with SIGKILL cannot stop its server, and PR_SET_PDEATHSIG reaches only the leader
+(which may ignore it) and not its workers. So each server has a pidfile (pid, process group,
+start time, command line, owning job); the next served job reaps the groups whose owner is gone,
+killing only a process whose start time and command line still match the pidfile.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -123,6 +134,28 @@ def served_groups(models: list[Mapping[str, Any]]) -> list[ServedGroup]:
     return result
 
 
+def vllm_available(model: Mapping[str, Any]) -> str | None:
+    """None if the served model's server command can be started here, else what to do."""
+    spec = serve_spec(model)
+    program = spec.command[0]
+    where = f"model {model['name']}: serve.command {list(spec.command)}"
+    if shutil.which(program) is None:
+        return (
+            f"{where}: {program!r} is not on PATH. Install vLLM (`pip install vllm`, or "
+            "envs/vllm.yaml with --sdm conda), or set serve.command to the python that has "
+            "it, e.g. [/path/to/python, -m, vllm.entrypoints.cli.main, serve]"
+        )
+    if len(spec.command) >= 3 and spec.command[1] == "-m" and spec.command[2].startswith("vllm"):
+        probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+        try:
+            found = subprocess.run([program, "-c", probe], timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            found = False
+        if not found:
+            return f"{where}: {program} cannot import vllm; `{program} -m pip install vllm`"
+    return None
+
+
 def free_port(host: str = DEFAULT_HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
@@ -162,11 +195,93 @@ def group_members(group: int) -> list[int]:
     return members
 
 
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+def process_start(pid: int) -> int | None:
+    """Start time of a live process in clock ticks since boot (/proc/PID/stat field 22)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+def process_cmdline(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]]
+
+
+def kill_group(group: int, grace_s: float) -> None:
+    """SIGTERM to a process group, SIGKILL to what is left of it after `grace_s`."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def write_pidfile(path: Path, pid: int) -> None:
+    record = {
+        "pid": pid,
+        "pgid": pid,  # start_new_session: the leader's pid is the group id
+        "start": process_start(pid),
+        "cmdline": process_cmdline(pid),
+        "owner_pid": os.getpid(),
+        "owner_start": process_start(os.getpid()),
+        "host": socket.gethostname(),  # pids mean nothing on another node of a cluster
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(record))
+    partial.replace(path)
+
+
+def reap_orphans(pid_dir: str | Path, grace_s: float = 10.0) -> list[int]:
+    """Stop the server groups of pidfiles in `pid_dir` whose owning job is gone.
+
+    A process is killed only while it is the one recorded: the leader if its start time and
+    command line match; otherwise (the leader died) the group's remaining members started no
+    earlier than the leader (Linux does not reuse a pid that is still a group id). Returns the
+    group ids stopped.
+    """
+    stopped = []
+    for path in sorted(Path(pid_dir).glob("*.pid")):
+        try:
+            record = json.loads(path.read_text())
+            pid, group, start = int(record["pid"]), int(record["pgid"]), record["start"]
+            owner, owner_start = int(record["owner_pid"]), record["owner_start"]
+        except (OSError, ValueError, KeyError, TypeError):
+            path.unlink(missing_ok=True)  # unreadable: nothing it names can be trusted
+            continue
+        if record.get("host", socket.gethostname()) != socket.gethostname():
+            continue  # reaped by a run on its own machine
+        if owner_start is not None and process_start(owner) == owner_start:
+            continue  # its job still runs (another served job of this workflow)
+        leader_start = process_start(pid)
+        if leader_start is not None:
+            ours = leader_start == start and process_cmdline(pid) == record["cmdline"]
+        else:
+            ours = start is not None and any(
+                (process_start(member) or -1) >= start for member in group_members(group)
+            )
+        if ours:
+            kill_group(group, grace_s)
+            stopped.append(group)
+        path.unlink(missing_ok=True)
+    return stopped
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES, secret: str | None = None) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return "(no server log)"
+    if secret:
+        text = text.replace(secret, "***")
     tail = text.splitlines()[-lines:]
     return "\n".join(tail) if tail else "(the server log is empty)"
 
@@ -263,8 +378,11 @@ class ManagedServer:
         stop_grace_s: float = 30.0,
         poll_s: float = 0.25,
         label: str | None = None,
+        pid_dir: str | Path | None = None,
     ) -> None:
         self.spec = spec
+        self.pid_dir = None if pid_dir is None else Path(pid_dir)
+        self.api_key = ""
         self.log_path = Path(log_path)
         self.stop_grace_s = stop_grace_s
         self.poll_s = poll_s
@@ -281,11 +399,21 @@ class ManagedServer:
     def pid(self) -> int | None:
         return None if self.process is None else self.process.pid
 
+    @property
+    def pidfile(self) -> Path | None:
+        if self.pid_dir is None:
+            return None
+        return self.pid_dir / (re.sub(r"[^\w.-]", "_", self.label) + ".pid")
+
     def start(self) -> None:
+        if self.pid_dir is not None:
+            reap_orphans(self.pid_dir, self.stop_grace_s)
         self.port = free_port(self.spec.host)
         argv = self.spec.argv(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.spec.env}
+        self.api_key = secrets.token_urlsafe(24)
+        # vLLM reads VLLM_API_KEY like --api-key; the environment keeps it out of `ps` and logs.
+        env = {**os.environ, **self.spec.env, "VLLM_API_KEY": self.api_key}
         pool = gpu_pool(env) if self.spec.gpus > 0 else None
         if pool is not None:
             self.gpus = GpuClaim(self.spec.gpus, pool)
@@ -309,6 +437,8 @@ class ManagedServer:
                     f"{self.label}: server command {argv[0]!r} not found (install vLLM: "
                     "envs/vllm.yaml, or run with --sdm conda)"
                 ) from None
+        if self.pidfile is not None:
+            write_pidfile(self.pidfile, self.process.pid)
 
     def wait_healthy(self) -> None:
         """Return once GET /health answers 200; raise with the log's tail otherwise."""
@@ -318,23 +448,71 @@ class ManagedServer:
             self.check_alive()
             try:
                 with urllib.request.urlopen(url, timeout=5) as reply:
-                    if reply.status == 200:
-                        return
+                    healthy = reply.status == 200
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                pass
+                healthy = False
+            if healthy:
+                self.check_identity()
+                return
             if time.monotonic() >= deadline:
                 raise ServeError(
                     f"{self.label}: the server was not healthy after "
                     f"{self.spec.health_timeout_s:g} s ({url}); last lines of "
-                    f"{self.log_path}:\n{log_tail(self.log_path)}"
+                    f"{self.log_path}:\n{log_tail(self.log_path, secret=self.api_key)}"
                 )
             time.sleep(self.poll_s)
 
+    def _models_status(self, with_key: bool) -> tuple[int, Any]:
+        request = urllib.request.Request(f"http://{self.spec.host}:{self.port}/v1/models")
+        if with_key:
+            request.add_header("Authorization", f"Bearer {self.api_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                body = reply.read()
+                status = reply.status
+        except urllib.error.HTTPError as error:
+            return error.code, None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as error:
+            return 0, type(error).__name__
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, None
+
+    def check_identity(self) -> None:
+        """Fail unless the listener on our port is the server this job started (module doc)."""
+        self.check_alive()
+        without_status, _ = self._models_status(with_key=False)
+        with_status, listing = self._models_status(with_key=True)
+        names = []
+        if isinstance(listing, dict) and isinstance(listing.get("data"), list):
+            names = [m.get("id") for m in listing["data"] if isinstance(m, dict)]
+        self.check_alive()
+        if without_status == 401 and with_status == 200 and self.spec.served_name in names:
+            return
+        raise ServeError(
+            f"{self.label}: port {self.port} on {self.spec.host} answers /health, but not as "
+            f"the server this job started (GET /v1/models: {without_status} without its "
+            f"per-launch key, {with_status} with it, models {names}; expected 401, 200 and "
+            f"{self.spec.served_name!r}). Another program listens on port {self.port}: stop it "
+            "(`ss -ltnp` names it) and rerun; no request was sent"
+        )
+
     def check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:
+            taken = ""
+            if self.port is not None:
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                    try:
+                        probe.bind((self.spec.host, self.port))
+                    except OSError:
+                        taken = (
+                            f" (port {self.port} on {self.spec.host} is held by another "
+                            "program: stop it, or rerun to get another free port)"
+                        )
             raise ServeError(
-                f"{self.label}: the server exited with code {self.process.returncode}; "
-                f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
+                f"{self.label}: the server exited with code {self.process.returncode}{taken}; "
+                f"last lines of {self.log_path}:\n{log_tail(self.log_path, secret=self.api_key)}"
             )
 
     def stop(self) -> None:
@@ -343,19 +521,12 @@ class ManagedServer:
         if process is None:
             self._release_gpus()
             return
-        group = process.pid  # start_new_session made it the group leader
-        deadline = time.monotonic() + self.stop_grace_s
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=self.stop_grace_s)
-        # Workers may outlive the leader: wait for the whole group, then kill what is left.
-        while group_members(group) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
+        # Workers may outlive the leader: the whole group is waited for, then killed.
+        kill_group(process.pid, self.stop_grace_s)  # start_new_session: pid is the group id
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
+        if self.pidfile is not None and not group_members(process.pid):
+            self.pidfile.unlink(missing_ok=True)
         self._release_gpus()
 
     def _release_gpus(self) -> None:
