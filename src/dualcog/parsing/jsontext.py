@@ -159,13 +159,16 @@ def _scan_span(text: str) -> tuple[Any, int]:
 
 # --- stage 0: reasoning removal -------------------------------------------------------------
 
-_REASONING_OPEN = re.compile(r"<(think|reasoning)>", re.IGNORECASE)
+# §3.2 stage 0 (v2.3): tag names fold ASCII letters only. Without re.ASCII, IGNORECASE also
+# folds `ı`, `İ`, `ſ` (so `<thınk>` would open a block, and its name miss the closer table).
+_TAG_CASE = re.IGNORECASE | re.ASCII
+_REASONING_OPEN = re.compile(r"<(think|reasoning)>", _TAG_CASE)
 _REASONING_CLOSE = {
-    "think": re.compile(r"</think>", re.IGNORECASE),
-    "reasoning": re.compile(r"</reasoning>", re.IGNORECASE),
+    "think": re.compile(r"</think>", _TAG_CASE),
+    "reasoning": re.compile(r"</reasoning>", _TAG_CASE),
 }
 # Greedy prefix: the match ends at the last closing tag.
-_THROUGH_LAST_CLOSE = re.compile(r".*</(?:think|reasoning)>", re.IGNORECASE | re.DOTALL)
+_THROUGH_LAST_CLOSE = re.compile(r".*</(?:think|reasoning)>", _TAG_CASE | re.DOTALL)
 
 
 def remove_reasoning(text: str) -> str:
