@@ -47,9 +47,6 @@ _SEP = r"\s*,\s*"
 # a long run with no box after it. `\s*(?:[\[\(]\s*)?` is the same language with one way to
 # split, and the numbers a start captures are forced (each ends where no digit or `.` follows),
 # so the first match and its groups are the same (tests compare the two on random texts).
-AUTHORS_BOX_PATTERN = (
-    r"BBox\s*:\s*[\[\(]?\s*" + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER
-)
 _BOX_LINE = re.compile(
     r"BBox\s*:\s*(?:[\[\(]\s*)?" + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER,
     re.IGNORECASE,
