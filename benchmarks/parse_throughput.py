@@ -10,8 +10,8 @@ Three parts, each printing CPU time (this process) beside wall time:
 2. `parse_run` over the mix as one model run.
 3. Adversarial texts (brace soup, deep nesting, unclosed tags, huge integers...) at 4 KiB up
    to 16 MiB (there is no length limit, §3 v2.3): ours per response (an image one in its
-   three modes, a behavior or visibility one in its two); the naive parse beside it at --naive-sizes (it is quadratic
-   on several of these), outputs asserted identical.
+   three modes, a behavior or visibility one in its two); the naive parse beside it at
+   --naive-sizes (it is quadratic on several of these), outputs asserted identical.
 
 Usage: python benchmarks/parse_throughput.py [--n 20000] [--seconds 2]
        [--sizes 4096,65536,1048576,16777216] [--naive-sizes 4096]
