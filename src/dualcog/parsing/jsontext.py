@@ -38,7 +38,9 @@ def _reject_constant(name: str) -> Any:
 
 # Python refuses to turn more than 4,300 digits into an int (a guard against slow
 # conversions); the protocol has no size limit on integers, so such literals are converted
-# in halves, each below the guard. The text cap (`MAX_PARSE_CHARS`) bounds the cost.
+# in halves, each below the guard. That costs about n^1.5 (CPython multiplies by Karatsuba):
+# 0.75 CPU-s at a million digits, the one superlinear step left now that texts have no
+# length limit (docs/decisions.md).
 _INT_DIGITS_AT_ONCE = 4000
 
 
