@@ -31,7 +31,6 @@ from dualcog.parsing import (
     parse_visibility_strict,
     remove_reasoning,
 )
-from dualcog.parsing.fields import MAX_RESPONSE_CHARS
 from dualcog.parsing.jsontext import MAX_JSON_DEPTH, int_of_any_size, json_depth
 
 OFFERED = ("A", "B", "C", "D")
@@ -233,30 +232,34 @@ def test_counts_of_any_size_are_valid():
     assert int_of_any_size("-" + "7" * 9000) == -(7 * (10**9000 - 1) // 9)
 
 
-# --- the response length cap ------------------------------------------------------------------
+# --- no length limit ----------------------------------------------------------------------
 
 
-def test_texts_over_the_cap_are_invalid_too_long_in_every_mode():
-    padding = " " * (MAX_RESPONSE_CHARS - len(CANON))
-    at_cap = CANON + padding
-    over = at_cap + " "
-    assert len(at_cap) == MAX_RESPONSE_CHARS
-    assert all(result.all_valid for result in parse_image_modes(at_cap, OFFERED))
-    for result in (
-        *parse_image_modes(over, OFFERED),
-        parse_image_strict(over, OFFERED),
-        parse_image_compatible(over, OFFERED),
-        parse_image_legacy(over),
-    ):
-        assert result.stage == "invalid"
-        assert result.option_reason == result.bbox_reason == "too_long"
-    video = '{"answers":[],"visible_count":0,"visible_intervals_sec":[]}' + " " * MAX_RESPONSE_CHARS
-    for result in (*parse_behavior_modes(video, OFFERED), parse_behavior_strict(video, OFFERED),
-                   parse_behavior_compatible(video, OFFERED)):  # fmt: skip
-        assert (result.stage, result.answers_reason) == ("invalid", "too_long")
-    for result in (*parse_visibility_modes(video), parse_visibility_strict(video),
-                   parse_visibility_compatible(video)):  # fmt: skip
-        assert result.count_reason == result.intervals_reason == "too_long"
+def test_long_canonical_answers_parse_like_short_ones():
+    """PROTOCOL §3 (v2.3): "no length limit: a response of any length is parsed in all three
+    modes by the rules below"."""
+    padded = CANON + " " * (262_301 - len(CANON))
+    assert len(padded) == 262_301
+    short = (
+        parse_image_strict(CANON, OFFERED),
+        parse_image_compatible(CANON, OFFERED),
+        parse_image_legacy(CANON),
+    )
+    assert all(result.all_valid for result in short)
+    assert parse_image_modes(padded, OFFERED) == short
+    assert (
+        parse_image_strict(padded, OFFERED),
+        parse_image_compatible(padded, OFFERED),
+        parse_image_legacy(padded),
+    ) == short
+    video = '{"answers":[],"visible_count":3,"visible_intervals_sec":[]}'
+    long_video = " " * 300_000 + video
+    assert parse_behavior_modes(long_video, OFFERED) == parse_behavior_modes(video, OFFERED)
+    assert parse_visibility_modes(long_video) == parse_visibility_modes(video)
+    assert parse_behavior_strict(long_video, OFFERED).all_valid
+    assert parse_behavior_compatible(long_video, OFFERED).all_valid
+    for result in (parse_visibility_strict(long_video), parse_visibility_compatible(long_video)):
+        assert result.all_valid and result.visible_count == 3
 
 
 _HEAVY = [

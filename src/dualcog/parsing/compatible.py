@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dualcog.parsing.fields import (
-    MAX_RESPONSE_CHARS,
-    TOO_LONG,
     BehaviorParse,
     ImageParse,
     Offered,
@@ -23,8 +21,6 @@ from dualcog.parsing.fields import (
     four_numbers,
     match_option_compatible,
     offered_ids,
-    too_long_behavior,
-    too_long_visibility,
 )
 from dualcog.parsing.jsontext import compatible_candidate
 from dualcog.parsing.scale import NORM, apply_scale, is_scale_evidence, reorder_corners
@@ -123,14 +119,8 @@ def recover_image_from_candidate(
     )
 
 
-def too_long_recovery() -> ImageRecovery:
-    return ImageRecovery("invalid", None, TOO_LONG, False, None, TOO_LONG, False)
-
-
 def recover_image_compatible(raw: str, offered: Any) -> ImageRecovery:
     """Stages 0–4 of §3.2 for one image response."""
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_recovery()
     candidate, extraction = compatible_candidate(raw)
     return recover_image_from_candidate(candidate, extraction, offered_ids(offered))
 
@@ -225,8 +215,6 @@ def behavior_from_candidate(candidate: Any, extraction: str, offered: Offered) -
 
 
 def parse_behavior_compatible(raw: str, offered: Any) -> BehaviorParse:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_behavior()
     candidate, extraction = compatible_candidate(raw)
     return behavior_from_candidate(candidate, extraction, offered_ids(offered))
 
@@ -266,7 +254,5 @@ def visibility_from_candidate(candidate: Any, extraction: str) -> VisibilityPars
 
 
 def parse_visibility_compatible(raw: str) -> VisibilityParse:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_visibility()
     candidate, extraction = compatible_candidate(raw)
     return visibility_from_candidate(candidate, extraction)

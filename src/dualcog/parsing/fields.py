@@ -6,7 +6,7 @@ Reason codes (short, machine-readable) used when a field is invalid:
 `not_offered`, `not_4_numbers`, `non_finite`, `out_of_range`, `reversed_corners` (strict),
 `degenerate`, `ambiguous_scale`, `not_integer`, `negative`, `not_list`, `item_not_object`,
 `item_key_absent`, `option_ids_not_single`, `not_interval_pairs`, for legacy `no_letter`,
-`no_box`, and in every mode `too_long` (the text is over MAX_RESPONSE_CHARS).
+`no_box`. No reason is about length: a response of any length is parsed (§3, v2.3).
 
 Stored values: a valid `visible_count` beyond the int64 column is stored as 2**63 - 1
 (see parsing.table). `bbox` keeps the numbers as far as they were processed (scaled, reordered)
@@ -22,11 +22,6 @@ from functools import lru_cache
 from typing import Any
 
 MISSING = "missing_response"
-TOO_LONG = "too_long"
-# A response longer than this many characters (code points) is not parsed: every field is
-# invalid with reason `too_long`, in every mode. Far beyond any 2,048-token answer, and keeps
-# the cost of one response bounded whatever it holds (docs/decisions.md).
-MAX_RESPONSE_CHARS = 262_144
 
 
 @dataclass(slots=True)
@@ -80,20 +75,6 @@ class VisibilityParse:
 
 def missing_image(run_scale: str | None = None) -> ImageParse:
     return ImageParse("missing", [], False, MISSING, None, False, MISSING, False, False, run_scale)
-
-
-def too_long_image(run_scale: str | None = None) -> ImageParse:
-    return ImageParse(
-        "invalid", [], False, TOO_LONG, None, False, TOO_LONG, False, False, run_scale
-    )
-
-
-def too_long_behavior() -> BehaviorParse:
-    return BehaviorParse("invalid", None, False, TOO_LONG)
-
-
-def too_long_visibility() -> VisibilityParse:
-    return VisibilityParse("invalid", None, False, TOO_LONG, None, False, TOO_LONG)
 
 
 def missing_behavior() -> BehaviorParse:

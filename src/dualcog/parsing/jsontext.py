@@ -38,7 +38,9 @@ def _reject_constant(name: str) -> Any:
 
 # Python refuses to turn more than 4,300 digits into an int (a guard against slow
 # conversions); the protocol has no size limit on integers, so such literals are converted
-# in halves, each below the guard. The text cap (`MAX_PARSE_CHARS`) bounds the cost.
+# in halves, each below the guard. That costs about n^1.5 (CPython multiplies by Karatsuba):
+# 0.75 CPU-s at a million digits, the one superlinear step left now that texts have no
+# length limit (docs/decisions.md).
 _INT_DIGITS_AT_ONCE = 4000
 
 
@@ -159,13 +161,16 @@ def _scan_span(text: str) -> tuple[Any, int]:
 
 # --- stage 0: reasoning removal -------------------------------------------------------------
 
-_REASONING_OPEN = re.compile(r"<(think|reasoning)>", re.IGNORECASE)
+# §3.2 stage 0 (v2.3): tag names fold ASCII letters only. Without re.ASCII, IGNORECASE also
+# folds `ı`, `İ`, `ſ` (so `<thınk>` would open a block, and its name miss the closer table).
+_TAG_CASE = re.IGNORECASE | re.ASCII
+_REASONING_OPEN = re.compile(r"<(think|reasoning)>", _TAG_CASE)
 _REASONING_CLOSE = {
-    "think": re.compile(r"</think>", re.IGNORECASE),
-    "reasoning": re.compile(r"</reasoning>", re.IGNORECASE),
+    "think": re.compile(r"</think>", _TAG_CASE),
+    "reasoning": re.compile(r"</reasoning>", _TAG_CASE),
 }
 # Greedy prefix: the match ends at the last closing tag.
-_THROUGH_LAST_CLOSE = re.compile(r".*</(?:think|reasoning)>", re.IGNORECASE | re.DOTALL)
+_THROUGH_LAST_CLOSE = re.compile(r".*</(?:think|reasoning)>", _TAG_CASE | re.DOTALL)
 
 
 def remove_reasoning(text: str) -> str:

@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from dualcog.parsing.fields import MAX_RESPONSE_CHARS, ImageParse, too_long_image
+from dualcog.parsing.fields import ImageParse
 from dualcog.parsing.jsontext import NOT_JSON, call_with_depth_headroom, json_depth
 from dualcog.parsing.scale import reorder_corners
 from dualcog.parsing.strict import BOX_KEY, OPTION_KEY
@@ -42,8 +42,13 @@ _STANDALONE_LETTER = re.compile(r"\b([A-D])\b")
 # match as written, and `0.4e-1` reads as 0.4.
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _SEP = r"\s*,\s*"
+# The authors' pattern is `BBox\s*:\s*[\[\(]?\s*N,N,N,N`. Its `\s*[\[\(]?\s*` splits a
+# run of whitespace between two `\s*` in every way before failing: quadratic on `BBox:` and
+# a long run with no box after it. `\s*(?:[\[\(]\s*)?` is the same language with one way to
+# split, and the numbers a start captures are forced (each ends where no digit or `.` follows),
+# so the first match and its groups are the same (tests compare the two on random texts).
 _BOX_LINE = re.compile(
-    r"BBox\s*:\s*[\[\(]?\s*" + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER,
+    r"BBox\s*:\s*(?:[\[\(]\s*)?" + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER + _SEP + _NUMBER,
     re.IGNORECASE,
 )
 
@@ -170,6 +175,4 @@ def image_legacy_from_candidate(raw: str, candidate: Any) -> ImageParse:
 
 def parse_image_legacy(raw: str) -> ImageParse:
     """Legacy parse of one image response (offered ids do not matter: letters A–D)."""
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_image()
     return image_legacy_from_candidate(raw, legacy_candidate(raw))

@@ -15,18 +15,13 @@ from dualcog.parsing.compatible import (
     behavior_from_candidate,
     finish_image_compatible,
     recover_image_from_candidate,
-    too_long_recovery,
     visibility_from_candidate,
 )
 from dualcog.parsing.fields import (
-    MAX_RESPONSE_CHARS,
     BehaviorParse,
     ImageParse,
     VisibilityParse,
     offered_ids,
-    too_long_behavior,
-    too_long_image,
-    too_long_visibility,
 )
 from dualcog.parsing.jsontext import candidate_with_parsed_stage1, loads_json
 from dualcog.parsing.legacy import (
@@ -45,8 +40,6 @@ from dualcog.parsing.strict import (
 
 def recover_image_modes(raw: str, offered: Any) -> tuple[ImageParse, ImageRecovery, ImageParse]:
     """(strict, compatible stages 0–4, legacy) for one image response."""
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_image(), too_long_recovery(), too_long_image()
     offered = offered_ids(offered)
     parsed = loads_json(raw.strip())
     strict = image_strict_from_value(parsed, offered)
@@ -107,8 +100,6 @@ def parse_image_modes(
 
 
 def parse_behavior_modes(raw: str, offered: Any) -> tuple[BehaviorParse, BehaviorParse]:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_behavior(), too_long_behavior()
     offered = offered_ids(offered)
     parsed = loads_json(raw.strip())
     candidate, extraction = candidate_with_parsed_stage1(raw, parsed)
@@ -119,8 +110,6 @@ def parse_behavior_modes(raw: str, offered: Any) -> tuple[BehaviorParse, Behavio
 
 
 def parse_visibility_modes(raw: str) -> tuple[VisibilityParse, VisibilityParse]:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_visibility(), too_long_visibility()
     parsed = loads_json(raw.strip())
     candidate, extraction = candidate_with_parsed_stage1(raw, parsed)
     return visibility_strict_from_value(parsed), visibility_from_candidate(candidate, extraction)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from dualcog.parsing.fields import (
-    MAX_RESPONSE_CHARS,
     BehaviorParse,
     ImageParse,
     Offered,
@@ -15,9 +14,6 @@ from dualcog.parsing.fields import (
     offered_ids,
     strict_count,
     strict_intervals,
-    too_long_behavior,
-    too_long_image,
-    too_long_visibility,
 )
 from dualcog.parsing.jsontext import NOT_JSON, loads_json
 
@@ -67,8 +63,6 @@ def image_strict_from_value(value: Any, offered: Offered) -> ImageParse:
 
 def parse_image_strict(raw: str, offered: Any) -> ImageParse:
     """Strict image parse of one response; `offered` = the sample's option ids."""
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_image()
     return image_strict_from_value(loads_json(raw.strip()), offered_ids(offered))
 
 
@@ -104,8 +98,6 @@ def behavior_strict_from_value(value: Any, offered: Offered) -> BehaviorParse:
 
 
 def parse_behavior_strict(raw: str, offered: Any) -> BehaviorParse:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_behavior()
     return behavior_strict_from_value(loads_json(raw.strip()), offered_ids(offered))
 
 
@@ -135,6 +127,4 @@ def visibility_strict_from_value(value: Any) -> VisibilityParse:
 
 
 def parse_visibility_strict(raw: str) -> VisibilityParse:
-    if len(raw) > MAX_RESPONSE_CHARS:
-        return too_long_visibility()
     return visibility_strict_from_value(loads_json(raw.strip()))
