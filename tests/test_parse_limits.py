@@ -8,6 +8,7 @@ check the linear-time code on random texts.
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +32,12 @@ from dualcog.parsing import (
     parse_visibility_strict,
     remove_reasoning,
 )
-from dualcog.parsing.jsontext import MAX_JSON_DEPTH, int_of_any_size, json_depth
+from dualcog.parsing.jsontext import (
+    BEYOND_EXACT_DIGITS,
+    MAX_JSON_DEPTH,
+    int_of_any_size,
+    json_depth,
+)
 
 OFFERED = ("A", "B", "C", "D")
 CANON = '{"answer_option_id":"B","bbox_xyxy_norm":[0.1,0.2,0.5,0.6]}'
@@ -224,12 +230,22 @@ def test_numbers_beyond_the_double_range_are_non_finite():
 
 
 def test_counts_of_any_size_are_valid():
-    for digits in (20, 4301, 10_000):
-        count = int_of_any_size("7" * digits)
+    """PROTOCOL §3: "An integer of any size is an integer ... a huge `visible_count` is valid,
+    and wrong". Up to Python's 4,300-digit guard the reading is exact; past it a stand-in of
+    the same sign beyond every double and int64 (so every outcome is the exact value's)."""
+    for digits in (20, 4300):
         raw = '{"visible_count":' + "7" * digits + ',"visible_intervals_sec":[]}'
         for result in (parse_visibility_strict(raw), parse_visibility_compatible(raw)):
-            assert result.count_valid and result.visible_count == count
-    assert int_of_any_size("-" + "7" * 9000) == -(7 * (10**9000 - 1) // 9)
+            assert result.count_valid and result.visible_count == int("7" * digits)
+    for digits in (4301, 10_000, 2_000_000):
+        raw = '{"visible_count":' + "7" * digits + ',"visible_intervals_sec":[]}'
+        for result in (parse_visibility_strict(raw), parse_visibility_compatible(raw)):
+            assert result.count_valid and result.visible_count == BEYOND_EXACT_DIGITS
+        negative = '{"visible_count":-' + "7" * digits + ',"visible_intervals_sec":[]}'
+        assert not parse_visibility_strict(negative).count_valid
+    assert int_of_any_size("-" + "7" * 9000) == -BEYOND_EXACT_DIGITS
+    assert int_of_any_size("-" + "7" * 4300) == -int("7" * 4300)
+    assert BEYOND_EXACT_DIGITS > 2**63 and int(sys.float_info.max) < BEYOND_EXACT_DIGITS
 
 
 # --- no length limit ----------------------------------------------------------------------
