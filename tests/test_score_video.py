@@ -179,3 +179,18 @@ def test_missing_video_responses_and_parse_modes():
     assert not scores["responded"].any()
     vis = scores[scores["task"] == "landmark_visibility"]
     assert (vis["interval_fn"] == 1).all() and not vis["count_correct"].any()
+
+
+@pytest.mark.parametrize(
+    ("gold", "count", "correct"),
+    [
+        (2, 2**53 + 1, False),  # PROTOCOL §3 v2.3: valid, judged exactly, not via float64
+        (2**53, 2**53 + 1, False),  # equal once rounded to float64, yet different counts
+        (2**53 + 1, 2**53 + 1, True),
+        (2, 10**16, False),
+        (2, 2**63 - 1, False),  # the stored reading of 1e19 or 2**63
+    ],
+)
+def test_counts_above_2_pow_53_compare_exactly(gold, count, correct):
+    row = visibility_row(visibility_sample("v", gold, [[0, 10]]), count, [[0, 10]])
+    assert bool(row["count_correct"]) is correct

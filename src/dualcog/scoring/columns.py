@@ -36,6 +36,14 @@ def floats(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     )
 
 
+def counts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as (int64 values, present); null rows hold 0 and are not present."""
+    column = single(array).cast(pa.int64())
+    present = flags(column.is_valid())
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.int64), present
+
+
 def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Per row of a list column: where its items start in `pc.list_flatten(array)`, and how
     many."""

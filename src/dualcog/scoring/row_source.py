@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from dualcog.scoring.columns import (
     at_rows,
+    counts,
     flags,
     floats,
     single,
@@ -65,8 +66,15 @@ class RowSource:
         """A parsed flag per row, False where null or not responded."""
         return self.responded & at_rows(flags(self.parsed[name]), self.parsed_at, False)
 
-    def parsed_floats(self, name: str) -> np.ndarray:
-        return at_rows(floats(self.parsed[name]), self.parsed_at, np.nan)
+    def parsed_counts(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """An integer parsed column per row as (int64 values, present), exactly: no float64
+        detour, which would merge counts above 2**53 and reject them in a safe cast."""
+        values, present = counts(self.parsed[name])
+        return at_rows(values, self.parsed_at, 0), at_rows(present, self.parsed_at, False)
+
+    def sample_counts(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        values, present = counts(self.samples[name])
+        return values[self.sample_at], present[self.sample_at]
 
     def sample_floats(self, name: str) -> np.ndarray:
         return floats(self.samples[name])[self.sample_at]

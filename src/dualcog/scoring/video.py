@@ -345,10 +345,9 @@ def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     counts = _interval_scores(source, intervals_ok, no_options, gold, answers, 1, levels=1)
     for name in ("label_tp", "label_fp", "label_fn"):
         del counts[name]
-    count = source.parsed_floats("visible_count")
-    gold_count = source.sample_floats("gold_visible_count")
-    with np.errstate(invalid="ignore"):
-        count_correct = count_ok & np.isfinite(gold_count) & (count == gold_count)
+    count, count_present = source.parsed_counts("visible_count")
+    gold_count, gold_present = source.sample_counts("gold_visible_count")
+    count_correct = count_ok & count_present & gold_present & (count == gold_count)
     return {
         **_row_columns(source, 1),
         "task": pa.repeat("landmark_visibility", n),

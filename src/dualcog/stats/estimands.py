@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dualcog.scoring.aggregate import AGGREGATE_PARSE, aggregate_inputs
-from dualcog.scoring.dual import FAMILY_SIDES, dual_pairs
+from dualcog.scoring.dual import FAMILY_SIDES, dual_pairs, pairs_for_tasks
 from dualcog.stats.clusters import Clusters
 from dualcog.tasks import IMAGE_TASKS
 
@@ -268,10 +268,13 @@ def metric_matrices(
     """Per-cluster numerator and denominator sums of every metric of one model's scores.
 
     `pairs` (default: every matched-context pair of `samples`) may be narrowed, e.g. to the
-    pairs whose two samples two models have in common.
+    pairs whose two samples two models have in common. Only families whose two tasks were
+    both scored count, as in the metrics table (`pairs_for_tasks`): a run of a task subset
+    has no dual rows for a family it ran one side of.
     """
     if pairs is None:
         pairs, _ = dual_pairs(samples)
+    pairs = pairs_for_tasks(pairs, scores["request_task"].unique())
     pairs = pairs.rename(columns={"stratum": "stratum_of_pair"})
     cluster = clusters.indices(scores["sample_id"])
     parts = _task_units(scores, cluster) + _dual_units(scores, pairs, clusters)
