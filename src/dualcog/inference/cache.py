@@ -2,8 +2,8 @@
 
 Each completed request is one line keyed by `cache_key = sha256(request_key + model-settings
 fingerprint)` and its `sample_id`: two samples with identical requests are two requests and two
-entries (PROTOCOL §1, v2.3). On start the file is replayed so that a rerun after a crash, Ctrl-C or failed
-job sends only what is missing. Only ok lines are reused; errors are sent again.
+entries (PROTOCOL §1, v2.3). On start the file is replayed so that a rerun after a crash, Ctrl-C
+or failed job sends only what is missing. Only ok lines are reused; errors are sent again.
 
 Contract (several processes may use one file at once, e.g. shards of one (model, task)):
 - Every append is one `write` of whole lines made while holding an exclusive `flock` on the
