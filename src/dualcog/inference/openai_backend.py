@@ -34,9 +34,9 @@ from dualcog.inference.common import (
     ProgressReporter,
     escape_lone_surrogates,
     response_row,
-    scrub,
 )
 from dualcog.inference.request import encode_request_body, request_body, request_settings
+from dualcog.inference.scrubbing import scrub
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
