@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.atomic import disk_full, is_disk_full
 from dualcog.config import answer_settings
 from dualcog.inference.locks import flock
 
@@ -221,4 +222,6 @@ class CacheWriter:
         except OSError as error:
             self.failure = error
         if self.failure is not None:
+            if is_disk_full(self.failure):
+                raise disk_full(self.cache.path, self.failure)  # type: ignore[arg-type]
             raise OSError(f"response cache {self.cache.path}: {self.failure}")
