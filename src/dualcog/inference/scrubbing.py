@@ -21,8 +21,9 @@ SECRET_PATTERNS = (
     re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=]{8,}"),
 )
-# A masked key: some leading characters, an ellipsis or stars, some trailing characters.
-_MASK = re.compile(r"([A-Za-z0-9_\-]{3,})(?:…|\.{2,}|\*{2,})([A-Za-z0-9_\-]{2,})")
+# The middle of a masked key (`sk-abcde…wxyz`): an ellipsis, dots or stars.
+_MASK_GAP = re.compile(r"…|\.{2,}|\*{2,}")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 # The base64 of a key at a 3-byte boundary holds a core that does not depend on what is around
 # it; shorter cores would match ordinary text.
 _MIN_CORE_BYTES = 6
@@ -89,15 +90,26 @@ def _without_base64(text: str, secret: str) -> str:
 
 
 def _unmask(text: str, secret: str) -> str:
-    """Replace `<first chars>…<last chars>` of the secret (`…`, `...` or `***` between)."""
+    """Replace `<first chars>…<last chars>` of the secret (`…`, `...` or `***` between).
 
-    def replace(match: re.Match[str]) -> str:
-        head, tail = match.group(1), match.group(2)
-        if secret.startswith(head) and secret.endswith(tail) and len(head) < len(secret):
-            return REDACTED
-        return match.group(0)
-
-    return _MASK.sub(replace, text)
+    Found from each gap outwards (linear time; a regex with a greedy head backtracks
+    quadratically over a long run of key characters).
+    """
+    pieces = []
+    end = 0
+    for gap in _MASK_GAP.finditer(text):
+        start, stop = gap.start(), gap.end()
+        if start < end:
+            continue
+        while start > end and text[start - 1] in _KEY_CHARS:
+            start -= 1
+        while stop < len(text) and text[stop] in _KEY_CHARS:
+            stop += 1
+        head, tail = text[start : gap.start()], text[gap.end() : stop]
+        if len(head) >= 3 and len(tail) >= 2 and secret.startswith(head) and secret.endswith(tail):
+            pieces += [text[end:start], REDACTED]
+            end = stop
+    return "".join([*pieces, text[end:]]) if pieces else text
 
 
 def scrub(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
