@@ -157,7 +157,8 @@ def test_an_append_that_cannot_encode_never_empties_the_cache(tmp_path):
             cache.append("k2", "s2", {"status": "ok", "raw_text": "x", "latency_ms": float("nan")})
         cache.append("k3", "s3", {"status": "ok", "raw_text": "A\ud800"})  # lossless escape
     with ResponseCache(path) as reread:
-        assert set(reread.ok) == {"k1", "k3"} and reread.ok["k3"]["raw_text"] == "A\ud800"
+        assert set(reread.ok) == {("k1", "s1"), ("k3", "s3")}
+        assert reread.get("k3", "s3")["raw_text"] == "A\ud800"
 
 
 def test_error_kinds():

@@ -268,6 +268,30 @@ def test_cache_replays_ok_rows_and_retries_errors(server, media_store, tmp_path)
     assert SECRET not in path.read_text()
 
 
+def test_identical_requests_of_two_samples_are_two_requests(media_store, tmp_path):
+    # PROTOCOL §1 (v2.3): each sample gets its own request and its own response, also when
+    # two samples render to the same request; a rerun sends nothing again.
+    prompts = make_prompts(3)
+    prompts.loc[1, ["request_key", "user_text"]] = prompts.loc[0, ["request_key", "user_text"]]
+    cache = tmp_path / "cache"
+
+    def numbered(body: dict, count: int) -> Reply:  # count: the how-many-th of this prompt
+        return 200, completion(f"answer {count}"), {}
+
+    with LoopbackServer(numbered) as server:
+        out = run(make_model(server, concurrency=1), prompts, media_store, cache)
+        assert server.requests == 3
+        assert server.bodies[0] == server.bodies[1]
+    assert list(out.raw_text) == ["answer 1", "answer 2", "answer 1"]  # its own answer each
+    path = cache_path(cache, "Qwen3-VL-8B-Instant", "behavior")
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["sample_id"] for e in entries] == ["s000", "s001", "s002"]
+    with LoopbackServer(numbered) as server:
+        again = run(make_model(server), prompts, media_store, cache)
+        assert server.requests == 0
+    pd.testing.assert_frame_equal(out, again)
+
+
 def test_errors_are_not_reused(media_store, tmp_path):
     def flaky(body: dict, count: int) -> Reply:
         if body["messages"][-1]["content"][0]["text"] == "prompt 001":

@@ -184,3 +184,47 @@ def test_run_model_refuses_a_sample_twice(tmp_path):
     prompts = pd.concat([replay_prompts(["a1", "a2"]), replay_prompts(["a2"])], ignore_index=True)
     with pytest.raises(ValueError, match="sample 'a2' more than once"):
         _replay(tmp_path / "x.jsonl", prompts)
+
+
+def test_untrusted_metadata_is_null_with_one_warning_per_file_and_text_kept(tmp_path, caplog):
+    import io
+
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "responses.jsonl"
+    lines = [
+        # A lone surrogate escaped in the JSON: kept as its escape, like the response cache.
+        '{"sample_id": "s1", "raw_text": "{\\"answer_option_id\\": \\"A\\ud800\\"}", '
+        '"finish_reason": 7}',
+        json.dumps({"sample_id": "s2", "raw_text": "B", "finish_reason": {"why": "stop"}}),
+        '{"sample_id": "s3", "raw_text": "C", "prompt_tokens": 1e30, "latency_ms": 1e999}',
+        _authors_line("s4", "ok", "D", usage={"prompt_tokens": 1200, "completion_tokens": 10**30}),
+        _authors_line("s5", "ok", "E", finish_reason=["stop"]),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    messages: list[str] = []
+    with caplog.at_level("WARNING", logger="dualcog.inference.replay"):
+        out = _replay(source, replay_prompts(["s1", "s2", "s3", "s4", "s5"]), messages.append)
+    pq.write_table(schemas.to_table(out, schemas.RESPONSES), io.BytesIO())  # no encoding error
+    assert list(out.status) == ["ok"] * 5
+    assert out.raw_text.iloc[0] == '{"answer_option_id": "A\\ud800"}'
+    assert json.loads(out.raw_text.iloc[0]) == {"answer_option_id": "A\ud800"}
+    assert list(out.finish_reason.isna()) == [True, True, True, False, True]
+    assert pd.isna(out.prompt_tokens.iloc[2]) and pd.isna(out.completion_tokens.iloc[3])
+    assert out.prompt_tokens.iloc[3] == 1200  # the valid fields of a row are kept
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert str(source) in warning
+    assert "finish_reason: 3 (first at line 1)" in warning
+    assert "prompt_tokens: 1 (first at line 3)" in warning
+    assert "completion_tokens: 1 (first at line 4)" in warning
+    assert "latency_ms: 1 (first at line 3)" in warning
+    assert warning in messages
+
+
+@pytest.mark.parametrize("bad", [b"\xff\xfe not utf-8", b"\x00\x01\x89PNG\r\n"])
+def test_invalid_utf8_line_names_file_and_line(tmp_path, bad):
+    source = tmp_path / "responses.jsonl"
+    source.write_bytes(_authors_line("s1", "ok", "x").encode() + b"\n" + bad + b"\n")
+    with pytest.raises(DataError, match=r"responses\.jsonl: line 2: not valid UTF-8") as info:
+        _replay(source, replay_prompts(["s1"]))
+    assert info.value.file == str(source)

@@ -104,7 +104,9 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         bodies = {request_marker(b): b for b in server.bodies}
         failing = [m for m, b in bodies.items() if bucket(b) == 0]
         refused = [m for m, b in bodies.items() if bucket(b) == 1]
-        # 32 samples; two of them are the very same request, sent once.
+        # 32 samples; two of them are the very same request, sent once for each (§1 v2.3).
+        twin = list(server.resent_after_answer)  # the second sample's own request
+        assert len(twin) == 1
         assert (
             failing
             and refused
@@ -131,7 +133,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         resent_markers = sorted(request_marker(b) for b in resent)
         expected = sorted(t for t in failing + refused if _task_of(bodies[t], tasks) in failed_jobs)
         assert resent_markers == expected
-        assert server.resent_after_answer == []
+        assert server.resent_after_answer == twin  # the other sample's own request, nothing else
         # A third plain run has nothing to do.
         third = _snakemake(tmp_path, target)
         assert third.returncode == 0 and server.requests == sent_first + len(expected)
@@ -149,7 +151,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
             (tmp_path / _log("behavior")).read_text()
         )
         assert server.requests - before == len(refused)
-        assert server.resent_after_answer == []
+        assert server.resent_after_answer == twin
 
     # Progress lines: done/total, counts, rate and ETA, the model/task label once.
     for task in tasks:
@@ -202,11 +204,10 @@ def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
         result = _snakemake(tmp_path, "--cores", "6")
         assert result.returncode == 0, result.stderr[-3000:]
         arrivals = list(server.arrivals)
-    distinct_requests = sum(
-        pd.read_parquet(path).request_key.nunique()
-        for path in (tmp_path / "results/prompts").glob("*.parquet")
+    samples = sum(  # one request per sample, identical ones too (§1 v2.3)
+        len(pd.read_parquet(path)) for path in (tmp_path / "results/prompts").glob("*.parquet")
     )
-    assert len(arrivals) == distinct_requests > 6 * 15
+    assert len(arrivals) == samples > 6 * 15
     assert max_in_window(arrivals, window) <= limit
     spans = [_job_span(text) for text in _infer_logs(tmp_path)]
     assert len(spans) == 6
@@ -238,7 +239,7 @@ def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: P
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
         arrivals = list(server.arrivals)
-    assert len(arrivals) == 3 * 16 - 1  # one pair of identical requests is sent once
+    assert len(arrivals) == 3 * 16  # one request per sample, identical ones too (§1 v2.3)
     assert max_in_window(arrivals, window) <= limit
     spans = [_job_span(text) for text in _infer_logs(tmp_path)]
     latest_start = max(start for start, _ in spans)

@@ -77,8 +77,8 @@ def test_one_server_for_all_runs_and_tasks_then_gone(tmp_path: Path) -> None:
         for task in TASKS:
             out = pd.read_parquet(tmp_path / f"results/responses/{run}/{task}.parquet")
             assert len(out) == 16 and (out["status"] == "ok").all()
-            # Samples whose requests are byte-identical share one request (and cache line).
-            distinct_requests += out["request_key"].nunique()
+            # One request per sample, identical requests too (PROTOCOL §1, v2.3).
+            distinct_requests += len(out)
     log = (tmp_path / "results/logs/serve/Local-VLM.log").read_text()
     assert log.count("request local-vlm") == distinct_requests
     job_log = (tmp_path / "results/logs/infer/Local-VLM.served.log").read_text()

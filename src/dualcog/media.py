@@ -12,7 +12,6 @@ import hashlib
 import io
 import logging
 import shutil
-import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from dualcog import atomic
 from dualcog.digests import file_digest
 from dualcog.errors import DataError
 
@@ -89,11 +89,8 @@ def encode_image(image: Image.Image, settings: ImageSettings) -> bytes:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Unique per writer: two threads may prepare identical bytes from two source paths.
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    # Unique temporary per writer: two threads may prepare identical bytes from two sources.
+    atomic.write_bytes(path, data)
 
 
 @dataclass(frozen=True)
@@ -120,6 +117,13 @@ def prepare_image(source: str | Path, store: str | Path, settings: ImageSettings
     return PreparedImage(str(source), key, width, height)
 
 
+def _remove_stale_temporaries(store: str | Path, progress) -> None:
+    """Temporary files a killed run left in the store (live writers' are kept)."""
+    removed = atomic.remove_stale_temporaries(store) if Path(store).is_dir() else 0
+    if removed and progress:
+        progress(f"removed {removed} temporary files left in {store} by an interrupted run")
+
+
 def prepare_images(
     sources: Iterable[str | Path],
     store: str | Path,
@@ -133,6 +137,7 @@ def prepare_images(
     `MediaFailures` lists every source that failed.
     """
     unique = sorted({str(s) for s in sources})
+    _remove_stale_temporaries(store, progress)
 
     def attempt(source: str) -> PreparedImage | UnreadableMedia:
         try:
@@ -207,10 +212,7 @@ def prepare_video_file(
     key = _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
     target = store_path(store, key, "mp4")
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(target)
+        atomic.write_with(target, lambda tmp: shutil.copyfile(source, tmp))
     return key
 
 
@@ -308,6 +310,7 @@ def prepare_videos(
     `MediaFailures` lists every bad one.
     """
     counts = frame_counts or {}
+    _remove_stale_temporaries(store, progress)
     rows: list[dict] = []
     failures: list[UnreadableMedia] = []
     for i, source in enumerate(sources, 1):

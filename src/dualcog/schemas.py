@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dualcog import atomic
+
 if TYPE_CHECKING:  # pandas is slow to import; jobs that write Arrow tables never need it
     import pandas as pd
 
@@ -192,11 +194,7 @@ def write_table(
     table = table.select(schema.names).cast(schema)
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(path)
+    atomic.write_with(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def read_arrow(path: str | Path, columns: list[str] | None = None) -> pa.Table:

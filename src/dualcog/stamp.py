@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dualcog import atomic
 from dualcog.digests import file_digest
 from dualcog.errors import ConfigError
 from dualcog.versions import (
@@ -204,11 +205,7 @@ def read_stamp(path: str | Path) -> dict[str, Any]:
 
 
 def write_stamp(stamp: Mapping[str, Any], path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
 
 
 def stamp_metadata(path: str | Path) -> dict[bytes, bytes]:

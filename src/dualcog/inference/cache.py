@@ -1,8 +1,9 @@
 """Crash-safe response cache: one append-only JSONL file per (model run, task).
 
 Each completed request is one line keyed by `cache_key = sha256(request_key + model-settings
-fingerprint)`. On start the file is replayed so that a rerun after a crash, Ctrl-C or failed
-job sends only what is missing. Only ok lines are reused; errors are sent again.
+fingerprint)` and its `sample_id`: two samples with identical requests are two requests and two
+entries (PROTOCOL §1, v2.3). On start the file is replayed so that a rerun after a crash, Ctrl-C
+or failed job sends only what is missing. Only ok lines are reused; errors are sent again.
 
 Contract (several processes may use one file at once, e.g. shards of one (model, task)):
 - Every append is one `write` of whole lines made while holding an exclusive `flock` on the
@@ -35,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.atomic import disk_full, is_disk_full
 from dualcog.config import answer_settings
 from dualcog.inference.locks import flock
 
@@ -101,7 +103,7 @@ class ResponseCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.ok: dict[str, dict[str, Any]] = {}
+        self.ok: dict[tuple[str, str], dict[str, Any]] = {}  # (cache_key, sample_id) -> entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         self.write_lock = threading.Lock()
@@ -145,10 +147,10 @@ class ResponseCache:
                 )
                 continue
             if isinstance(entry, dict) and entry.get("status") == "ok" and "cache_key" in entry:
-                self.ok[entry["cache_key"]] = entry
+                self.ok[(str(entry["cache_key"]), str(entry.get("sample_id")))] = entry
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self.ok.get(key)
+    def get(self, key: str, sample_id: str) -> dict[str, Any] | None:
+        return self.ok.get((key, sample_id))
 
     def write_lines(self, lines: list[bytes], sync: bool = True) -> None:
         """Append whole lines in one write under the file lock (thread- and process-safe)."""
@@ -165,7 +167,7 @@ class ResponseCache:
     def append(self, key: str, sample_id: str, row: Mapping[str, Any]) -> None:
         self.write_lines([cache_line(key, sample_id, row)])
         if row.get("status") == "ok":
-            self.ok[key] = dict(row)
+            self.ok[(key, sample_id)] = dict(row)
 
 
 class CacheWriter:
@@ -220,4 +222,6 @@ class CacheWriter:
         except OSError as error:
             self.failure = error
         if self.failure is not None:
+            if is_disk_full(self.failure):
+                raise disk_full(self.cache.path, self.failure)  # type: ignore[arg-type]
             raise OSError(f"response cache {self.cache.path}: {self.failure}")

@@ -8,7 +8,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,12 +18,6 @@ from dualcog import schemas
 
 MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking|Reasoning)$")
 ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
-# Token-like strings scrubbed from any error text even when they are not the configured key.
-SECRET_PATTERNS = (
-    re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=]{8,}"),
-)
-REDACTED = "***"
 
 ProgressFn = Callable[[str], None]
 
@@ -50,19 +44,6 @@ def resolve_env_value(value: str | None, field: str) -> str | None:
     if name not in os.environ:
         raise ValueError(f"model config field {field!r} refers to ${{{name}}}, which is not set")
     return os.environ[name]
-
-
-def scrub(text: str | None, secrets: Iterable[str | None] = ()) -> str | None:
-    """Remove API keys (the configured ones and key-shaped tokens) from a message."""
-    if text is None:
-        return None
-    for secret in secrets:
-        # Keys like "EMPTY" for local servers are not secret; very short ones would shred text.
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, REDACTED)
-    for pattern in SECRET_PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
-    return text
 
 
 def as_list(value: Any) -> list:

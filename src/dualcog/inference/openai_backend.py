@@ -34,9 +34,9 @@ from dualcog.inference.common import (
     ProgressReporter,
     escape_lone_surrogates,
     response_row,
-    scrub,
 )
 from dualcog.inference.request import encode_request_body, request_body, request_settings
+from dualcog.inference.scrubbing import scrub
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -191,18 +191,14 @@ class OpenAIRunner:
         )
         rows: list[dict[str, Any] | None] = [None] * len(prompts)
         jobs: list[tuple[int, Mapping[str, Any], str]] = []
-        # Samples whose requests are identical (same request_key) share one request.
-        twins: dict[str, list[int]] = {}
+        # One request per sample (PROTOCOL §1, v2.3), also when two samples' requests are
+        # identical: the cache is keyed by (cache_key, sample_id).
         with ResponseCache(cache_path(cache_dir, name, task)) as cache:
             for index, prompt in enumerate(prompts):
                 key = cache_key(str(prompt["request_key"]), self.fingerprint)
-                entry = cache.get(key)
+                entry = cache.get(key, str(prompt["sample_id"]))
                 if entry is None:
-                    if key in twins:
-                        twins[key].append(index)
-                    else:
-                        twins[key] = []
-                        jobs.append((index, prompt, key))
+                    jobs.append((index, prompt, key))
                     continue
                 cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
                 rows[index] = response_row(prompt, name, "openai", **cached)
@@ -217,11 +213,5 @@ class OpenAIRunner:
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.
                     writer.close()
-                for index, _, key in jobs:
-                    answer = rows[index]
-                    for twin in twins[key]:
-                        fields = {f: answer.get(f) for f in CACHED_FIELDS}  # type: ignore[union-attr]
-                        rows[twin] = response_row(prompts[twin], name, "openai", **fields)
-                        reporter.add(fields["status"])
         reporter.finish()
         return [row for row in rows if row is not None]

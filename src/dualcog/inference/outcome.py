@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -166,11 +165,10 @@ def outcome_path(cache_dir: Path | str, model: str, task: str) -> Path:
 
 
 def write_outcome(cache_dir: Path | str, outcome: JobOutcome) -> None:
-    path = outcome_path(cache_dir, outcome.model, outcome.task)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(outcome), indent=1), encoding="utf-8")
-    tmp.replace(path)
+    from dualcog import atomic
+
+    atomic.write_text(outcome_path(cache_dir, outcome.model, outcome.task),
+                      json.dumps(asdict(outcome), indent=1))  # fmt: skip
 
 
 def read_outcome(path: Path) -> JobOutcome | None:

@@ -7,6 +7,9 @@ is the one used; which rows are responses is `dualcog.parsing.sources` (docs/pro
 from __future__ import annotations
 
 import json
+import logging
+import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,8 +17,18 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
-from dualcog.inference.common import ProgressFn, as_list, is_missing, response_row
+from dualcog.inference.common import (
+    ProgressFn,
+    as_list,
+    escape_lone_surrogates,
+    is_missing,
+    response_row,
+)
 from dualcog.parsing.sources import record_is_response
+
+LOG = logging.getLogger(__name__)
+# The RESPONSES columns' ranges: a value outside them is stored as null, never a stopped job.
+INT_RANGES = {"attempts": 2**31 - 1, "prompt_tokens": 2**63 - 1, "completion_tokens": 2**63 - 1}
 
 
 def replay_paths(model: Mapping[str, Any]) -> list[Path]:
@@ -30,8 +43,17 @@ def replay_paths(model: Mapping[str, Any]) -> list[Path]:
 
 def _jsonl_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     records = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for line_number, data in enumerate(handle, start=1):
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                # Like a malformed JSON line: the file is not what it claims to be.
+                raise DataError(
+                    f"line {line_number}: not valid UTF-8 (byte 0x{data[error.start]:02x} at "
+                    f"column {error.start + 1}); is this a binary file?",
+                    file=str(path),
+                ) from None
             if not line.strip():
                 continue
             try:
@@ -67,31 +89,80 @@ def _record_is_ok(record: Mapping[str, Any]) -> bool:
     return record_is_response(record)
 
 
-def _optional_number(value: Any, kind: type) -> Any:
-    if is_missing(value) or isinstance(value, bool):
-        return None
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        return None
+class _Invalid:
+    """Metadata values of the wrong type or range in one file: per field, count and first row."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.first: dict[str, int] = {}
+
+    def note(self, field: str, number: int) -> None:
+        self.counts[field] += 1
+        self.first.setdefault(field, number)
+
+    def warn(self, path: Path, name: str, progress: ProgressFn | None) -> None:
+        if not self.counts:
+            return
+        fields = "; ".join(
+            f"{field}: {count} (first at line {self.first[field]})"
+            for field, count in sorted(self.counts.items())
+        )
+        message = (
+            f"{name}: replay source {path}: metadata of the wrong type or out of range stored "
+            f"as null: {fields}"
+        )
+        LOG.warning("%s", message)
+        if progress is not None:
+            progress(message)
 
 
-def _details(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Latency, token counts and finish reason from our columns or the authors' raw_response."""
+def _integer(value: Any, field: str) -> int | None:
+    """A non-negative integer within its column (JSON `40` or `40.0`), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= INT_RANGES[field]:
+        return value
+    return None
+
+
+def _latency(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value) if abs(value) < 1e308 else math.inf
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _details(record: Mapping[str, Any], number: int, invalid: _Invalid) -> dict[str, Any]:
+    """Latency, token counts and finish reason from our columns or the authors' raw_response.
+
+    A value of the wrong type or range becomes None and is counted in `invalid`.
+    """
     raw = record.get("raw_response")
     raw = raw if isinstance(raw, dict) else {}
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
-    return {
-        "latency_ms": _optional_number(record.get("latency_ms"), float),
-        "prompt_tokens": _optional_number(
-            record.get("prompt_tokens", usage.get("prompt_tokens")), int
-        ),
-        "completion_tokens": _optional_number(
-            record.get("completion_tokens", usage.get("completion_tokens")), int
-        ),
+    given = {
+        "latency_ms": record.get("latency_ms"),
+        "prompt_tokens": record.get("prompt_tokens", usage.get("prompt_tokens")),
+        "completion_tokens": record.get("completion_tokens", usage.get("completion_tokens")),
         "finish_reason": record.get("finish_reason") or raw.get("finish_reason"),
-        "attempts": _optional_number(record.get("attempts"), int),
+        "attempts": record.get("attempts"),
     }
+    details: dict[str, Any] = {}
+    for field, value in given.items():
+        if is_missing(value):
+            details[field] = None
+            continue
+        if field == "latency_ms":
+            details[field] = _latency(value)
+        elif field == "finish_reason":
+            details[field] = escape_lone_surrogates(value) if isinstance(value, str) else None
+        else:
+            details[field] = _integer(value, field)
+        if details[field] is None:
+            invalid.note(field, number)
+    return details
 
 
 def replay_rows(
@@ -102,10 +173,11 @@ def replay_rows(
     """One row per prompt from the configured source files (read in the order given)."""
     name = str(model["name"])
     wanted = {str(p["sample_id"]) for p in prompts}
-    last_ok: dict[str, Mapping[str, Any]] = {}
+    last_ok: dict[str, dict[str, Any]] = {}
     unknown_ids: set[str] = set()
     unknown_rows = 0
     for path in replay_paths(model):
+        invalid = _Invalid()
         for number, record in read_source(path):
             sample_id = record.get("sample_id")
             if not isinstance(sample_id, str) or not sample_id:
@@ -117,7 +189,10 @@ def replay_rows(
                 unknown_ids.add(sample_id)
                 continue
             if _record_is_ok(record):
-                last_ok[sample_id] = record
+                # Read now so that the warning names this file; the text as the cache keeps it.
+                text = escape_lone_surrogates(str(record["raw_text"]))
+                last_ok[sample_id] = {"raw_text": text, **_details(record, number, invalid)}
+        invalid.warn(path, name, progress)
     if progress is not None and unknown_rows:
         progress(
             f"{name}: replay ignored {unknown_rows} rows for {len(unknown_ids)} sample ids "
@@ -138,11 +213,7 @@ def replay_rows(
                 )
             )
         else:
-            rows.append(
-                response_row(
-                    prompt, name, "replay", raw_text=str(record["raw_text"]), **_details(record)
-                )
-            )
+            rows.append(response_row(prompt, name, "replay", **record))
     if progress is not None:
         found = sum(r["status"] == "ok" for r in rows)
         progress(f"{name}: replay found {found}/{len(rows)} responses")

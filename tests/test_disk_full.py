@@ -1,0 +1,142 @@
+"""A full disk: one error naming the file and the free space; no temporary file left behind."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from dualcog import atomic, schemas
+from dualcog.inference.cache import CacheWriter, ResponseCache
+from dualcog.media import ImageSettings, prepare_images
+from dualcog.runtime import run_step
+
+PAIRS = pa.schema([("source", pa.string()), ("key", pa.string())])
+
+
+def _full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _tmp_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.tmp"))
+
+
+def test_a_full_disk_names_the_file_and_the_free_space_and_leaves_no_temporary(
+    tmp_path, monkeypatch
+):
+    target = tmp_path / "out" / "a.bin"
+
+    def partial_then_full(self, data):
+        with open(self, "wb") as handle:
+            handle.write(data[:3])  # some bytes reached the disk before it filled
+        _full()
+
+    monkeypatch.setattr(Path, "write_bytes", partial_then_full)
+    with pytest.raises(atomic.DiskFull) as info:
+        atomic.write_bytes(target, b"payload")
+    message = str(info.value)
+    assert str(target) in message and "MiB free on" in message
+    assert "free some space, then run the same command again" in message
+    assert info.value.errno == errno.ENOSPC and "\n" not in message
+    assert not target.exists() and _tmp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        OSError(errno.EDQUOT, "Disk quota exceeded"),
+        OSError("IOError: error writing: No space left on device. Detail: [errno 28]"),  # Arrow
+    ],
+)
+def test_a_parquet_artifact_on_a_full_disk(tmp_path, monkeypatch, failure):
+    def write_then_fail(table, where, **kwargs):
+        Path(where).write_bytes(b"PAR1 partial")
+        raise failure
+
+    monkeypatch.setattr(pq, "write_table", write_then_fail)
+    target = tmp_path / "results" / "metrics.parquet"
+    frame = pd.DataFrame({"source": ["a"], "key": ["k"]})
+    with pytest.raises(atomic.DiskFull, match=r"no space left writing .*metrics\.parquet"):
+        schemas.write_table(frame, PAIRS, target)
+    assert _tmp_files(tmp_path) == []
+
+
+def test_other_write_errors_pass_through_and_still_clean_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: (self.touch(), 1 / 0))
+    with pytest.raises(ZeroDivisionError):
+        atomic.write_bytes(tmp_path / "x", b"")
+    assert _tmp_files(tmp_path) == []
+
+
+def test_the_workflow_error_path_prints_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(pq, "write_table", _full)
+    log = tmp_path / "job.log"
+    target = tmp_path / "t.parquet"
+
+    def main(sm):
+        schemas.write_table(pd.DataFrame({"source": [], "key": []}), PAIRS,
+                            target)  # fmt: skip
+
+    with pytest.raises(SystemExit) as info:
+        run_step(SimpleNamespace(log=[str(log)], rule="score"), main)
+    assert info.value.code == 1
+    errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and f"no space left writing {target}" in errors[0]
+    assert "Traceback" not in log.read_text()
+    logging.getLogger().handlers.clear()
+
+
+def test_the_response_cache_on_a_full_disk(tmp_path, monkeypatch):
+    with ResponseCache(tmp_path / "m" / "t.jsonl") as cache:
+        writer = CacheWriter(cache)
+        monkeypatch.setattr(os, "write", _full)
+        writer.put("k", "s1", {"status": "ok", "raw_text": "A"})
+        monkeypatch.undo()
+        with pytest.raises(atomic.DiskFull, match=r"no space left writing .*t\.jsonl.*MiB free"):
+            writer.close()
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_rerun_removes_what_a_killed_run_left_in_the_media_store(tmp_path):
+    store = tmp_path / "store"
+    host = atomic.temporary_path(Path("x")).name.rsplit("-", 1)[-1][: -len(".tmp")]
+    dead = store / "ab" / f"ab.jpg.{_dead_pid()}-0123456789ab-{host}.tmp"
+    legacy = store / "cd" / "cd.mp4.0123456789abcdef0123456789abcdef.tmp"
+    live = store / "ef" / f"ef.jpg.{os.getpid()}-0123456789ab-{host}.tmp"
+    elsewhere = store / "ef" / "ef.jpg.1-0123456789ab-another-node.tmp"
+    for path in (dead, legacy, live, elsewhere):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"partial")
+    source = tmp_path / "a.jpg"
+    Image.new("RGB", (64, 48), (10, 20, 30)).save(source, format="JPEG")
+    messages: list[str] = []
+    [prepared] = prepare_images([source], store, ImageSettings(), progress=messages.append)
+    assert _tmp_files(store) == sorted([live, elsewhere])  # still being written, maybe
+    assert any("removed 2 temporary files" in m for m in messages)
+    assert (store / prepared.key[:2] / f"{prepared.key}.jpg").is_file()
+
+
+def test_a_full_disk_while_preparing_images(tmp_path, monkeypatch):
+    source = tmp_path / "a.jpg"
+    Image.new("RGB", (64, 48), (10, 20, 30)).save(source, format="JPEG")
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: (self.touch(), _full()))
+    with pytest.raises(atomic.DiskFull, match=r"no space left writing .*store.*\.jpg"):
+        prepare_images([source], tmp_path / "store", ImageSettings())
+    assert _tmp_files(tmp_path) == []
