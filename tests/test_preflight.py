@@ -124,3 +124,23 @@ def test_two_copies_of_the_benchmark_are_refused_naming_both_manifests(tmp_path:
     first, twin = Path(first), Path(twin)
     assert first.relative_to(root / "copy1") == twin.relative_to(root / "copy2")
     assert sample in first.read_text()
+
+
+def test_served_model_without_vllm_is_named_before_any_job(tmp_path: Path) -> None:
+    """A `serve:` model whose server command is not installed here: found at start, not when
+    its job starts (only where its server would start here: not for dry runs or conda)."""
+    model = {
+        "name": "local-Instant",
+        "backend": "openai",
+        "family": "qwen_vllm",
+        "serve": {"model": "weights", "command": [str(tmp_path / "no-vllm-here"), "serve"]},
+    }
+    config = validate_config({"data_root": DEMO, "models": [model]})
+    assert check(config, {}) == []
+    (problem,) = check(config, {}, servers_start_here=True)
+    assert problem.subject == "model local-Instant"
+    assert "no-vllm-here" in problem.message and "not on PATH" in problem.message
+    write_config(tmp_path, {"data_root": DEMO, "models": [model]})
+    result = run_snakemake(tmp_path, check=False)
+    assert result.returncode != 0 and "no-vllm-here' is not on PATH" in result.stderr
+    assert not (tmp_path / "results").exists()

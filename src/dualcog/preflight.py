@@ -19,6 +19,7 @@ from typing import Any
 from dualcog.errors import ConfigError, DataError
 from dualcog.ingest import find_manifests
 from dualcog.routes import env_reference
+from dualcog.serving import vllm_available
 
 
 class PreflightError(ConfigError):
@@ -140,15 +141,21 @@ def check(
     config: Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
     profile: Mapping[str, str] | None = None,
+    servers_start_here: bool = False,
 ) -> list[Problem]:
     """Every problem of a validated configuration (empty when it can run), and of the
-    profile's resource settings when given."""
+    profile's resource settings when given. `servers_start_here`: served models' jobs run on
+    this machine in this environment (a local run without --sdm conda), so their vLLM must be
+    installed here."""
     environ = os.environ if environ is None else environ
     problems = data_root_problems(str(config["data_root"]))
     problems.extend(profile_problems(profile or {}, environ))
     for model in config["models"]:
         problems.extend(model_problems(model, environ))
-    # vLLM availability of `serve:` models is checked here too (dualcog.serving).
+    if servers_start_here:
+        for model in config["models"]:
+            if model.get("serve") and (problem := vllm_available(model)):
+                problems.append(Problem(f"model {model['name']}", problem))
     return problems
 
 
@@ -178,8 +185,9 @@ def require_ready(
     config: Mapping[str, Any],
     source: str = "the configuration",
     profile: Mapping[str, str] | None = None,
+    servers_start_here: bool = False,
 ) -> None:
     """Raise PreflightError listing every problem; return quietly when there is none."""
-    problems = check(config, profile=profile)
+    problems = check(config, profile=profile, servers_start_here=servers_start_here)
     if problems:
         raise PreflightError(report(problems, source))
