@@ -30,7 +30,7 @@ def to_markdown(table: Table, stamp: Stamp | None = None) -> str:
     lines.append("| " + " | ".join(headers) + " |")
     lines.append("|" + "|".join("---" for _ in headers) + "|")
     for block in layout.blocks:
-        if table.highlight:
+        if table.grouped:
             lines.append("| " + " | ".join([f"*{block.title}*"] + [""] * (len(headers) - 1)) + " |")
         for row in block.rows:
             lines.append("| " + " | ".join(_cell(c) for c in row.cells) + " |")
