@@ -6,9 +6,7 @@ they cannot disagree on a mark, a dash or a dagger.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
