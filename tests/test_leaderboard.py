@@ -88,7 +88,9 @@ def test_a_run_off_the_main_tables_shows_only_in_the_audit_view() -> None:
 
 def test_intervals_and_stamp_are_rendered_when_given() -> None:
     metrics = _metrics()
-    inputs = TableInputs(metrics, intervals=_intervals(metrics), stamp={"git": {"commit": "abc123def4567890"}})
+    inputs = TableInputs(
+        metrics, intervals=_intervals(metrics), stamp={"git": {"commit": "abc123def4567890"}}
+    )
     page = render_leaderboard(inputs, MODELS)
     assert "Show 95% intervals" in page
     assert "95% CI [40.0, 60.0] (6 clusters, 1000 resamples)" in page

@@ -174,7 +174,7 @@ def plot_answer_vs_grounding(
     nrows = -(-len(tasks) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 4.9 * nrows + key.extra_height),
                              sharex=True, sharey=True, squeeze=False)  # fmt: skip
-    for ax in axes.flat[len(tasks):]:
+    for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
     for ax, task in zip(axes.flat, tasks, strict=False):
         ax.set_title(SCORED_BY_TASK[task].display_name, fontsize=9)
