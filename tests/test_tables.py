@@ -345,3 +345,12 @@ def test_overall_shows_mean_output_tokens() -> None:
     markdown = to_markdown(overall)
     assert "Mean output tokens" in markdown
     assert "| **50.0** | 75 |" in markdown and "| <u>40.0</u> | – |" in markdown
+
+
+def test_markdown_group_rows_follow_grouped_not_highlight() -> None:
+    """An unhighlighted grouped table (the audit) keeps its group rows, as in LaTeX and HTML."""
+    table = build_main("image_main", "Image", _coverage_metrics(), MODELS, image_columns())
+    table.highlight = False
+    grouped = to_markdown(table)
+    table.grouped = False
+    assert grouped.count("| *") > to_markdown(table).count("| *") == 0
