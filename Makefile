@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 
-.PHONY: demo test test-vllm lint clean
+.PHONY: demo report test test-vllm lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
 	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall); page: results/leaderboard.html"
+
+# The Snakemake report of the demo's results (tables, leaderboard, plots with captions).
+report: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) --report report.html
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

@@ -2,9 +2,14 @@
 # Both read intervals and a provenance stamp when another rule file produces them.
 
 
+def stamp_input(wildcards):
+    """Only the stamp: the tables do not show the bootstrap intervals (the leaderboard does)."""
+    return {k: v for k, v in optional_result_inputs(wildcards).items() if k == "stamp"}
+
+
 rule tables:
     input:
-        unpack(optional_result_inputs),
+        unpack(stamp_input),
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),

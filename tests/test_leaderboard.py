@@ -88,12 +88,14 @@ def test_a_run_off_the_main_tables_shows_only_in_the_audit_view() -> None:
 
 def test_intervals_and_stamp_are_rendered_when_given() -> None:
     metrics = _metrics()
-    inputs = TableInputs(metrics, intervals=_intervals(metrics), stamp={"commit": "abc123"})
+    inputs = TableInputs(
+        metrics, intervals=_intervals(metrics), stamp={"git": {"commit": "abc123def4567890"}}
+    )
     page = render_leaderboard(inputs, MODELS)
     assert "Show 95% intervals" in page
     assert "95% CI [40.0, 60.0] (6 clusters, 1000 resamples)" in page
     assert '<span class="ci">[40.0, 60.0]</span>' in page
-    assert "<dt>commit</dt><dd>abc123</dd>" in page
+    assert '<th scope="row">Git commit</th><td>abc123def456</td>' in page
 
 
 def test_bad_intervals_file_names_file_and_field(tmp_path) -> None:

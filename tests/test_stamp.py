@@ -19,6 +19,7 @@ from dualcog.stamp import (
     git_state,
     model_entry,
     parquet_stamp,
+    stamp_digest,
     stamp_for_models,
     stamp_metadata,
     stamp_summary,
@@ -162,16 +163,21 @@ def _table() -> Table:
 def test_every_table_format_carries_the_stamp(tmp_path: Path, data_root: Path) -> None:
     stamp = _stamp(MODELS, data_root)
     commit = stamp["git"]["commit"] if stamp["git"] else None
+    digest = stamp_digest(stamp)
     markdown = to_markdown(_table(), stamp)
-    assert "<!-- dualcog stamp" in markdown
-    assert markdown.count(stamp["models"]["b"]["digest"]) == 1
-    assert stamp["data"]["digest"] in markdown and (commit is None or commit in markdown)
+    assert "<!-- dualcog stamp" in markdown and markdown.count(digest) == 1
+    assert "full stamp: results/stamp.json" in markdown
+    assert stamp["data"]["digest"] in markdown and (commit is None or commit[:12] in markdown)
     latex = to_latex(_table(), stamp)
     block = latex[latex.index("% --- stamp ---") : latex.index("% --- end stamp ---")]
-    assert stamp["data"]["digest"] in block and stamp["models"]["b"]["digest"] in block
+    assert stamp["data"]["digest"] in block and digest in block
     assert all(line.startswith("%") for line in block.splitlines())  # comments, never text
     html_text = to_html(_table(), stamp)
     assert 'class="stamp"' in html_text and stamp["data"]["digest"] in html_text
+    assert (
+        '<th scope="row">Stamp digest</th>' in html_text
+        and "{" not in html_text.split('class="stamp"')[1]
+    )  # a table of plain values, not JSON
     written = write_result_table(_table(), tmp_path, ["csv", "md"], stamp)
     sidecar = tmp_path / "t.stamp.json"
     assert sidecar in written
@@ -179,3 +185,14 @@ def test_every_table_format_carries_the_stamp(tmp_path: Path, data_root: Path) -
     assert stamp["data"]["digest"] not in (tmp_path / "t.csv").read_text()  # CSV stays plain
     # Without a stamp the writers are unchanged.
     assert "dualcog stamp" not in to_markdown(_table()) and "% --- stamp" not in to_latex(_table())
+
+
+def test_table_stamp_line_stays_short_with_many_models(data_root: Path) -> None:
+    """45 models' entries stay in results/stamp.json; the tables carry a line of fixed size."""
+    many = [{**MODELS[1], "name": f"model-{i}", "seed": i} for i in range(200)]
+    stamp = _stamp(many, data_root)
+    latex = to_latex(_table(), stamp)
+    assert max(len(line) for line in latex.splitlines()) < 400
+    assert stamp_digest(stamp) in latex and stamp_digest(stamp) != stamp_digest(
+        _stamp(MODELS, data_root)
+    )

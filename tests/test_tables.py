@@ -262,16 +262,22 @@ def test_csv_has_coverage_columns_and_writers_render_the_stamp() -> None:
     assert frame.loc["b", "SP Coverage"] == 0.7 and frame.loc["a", "SP Coverage"] == 1.0
     assert frame.loc["c", "Responses"] == 0
     assert pd.isna(frame.loc["c", "LP Option Acc"])
-    stamp = {"code": "dualcog 0.1.0 (abc123)", "configs": {"a": "sha256:1--2"}}
+    stamp = {
+        "version": "0.1.0--rc",
+        "git": {"commit": "abc123def4567890", "dirty": False},
+        "models": {"a": {"digest": "sha256:1--2"}},
+        "data": {"digest": "d1", "manifests": {"m.json": "x"}},
+    }
     assert "abc123" not in to_csv(table, stamp)
     markdown = to_markdown(table, stamp)
     comment = markdown[markdown.index("<!--") :]
-    assert comment.rstrip().endswith("-->") and "abc123" in comment
+    assert comment.rstrip().endswith("-->") and "abc123def456" in comment
     assert "--" not in comment[4:-4]  # nothing closes the comment early
     latex = to_latex(table, stamp)
-    assert '% configs: {"a": "sha256:1--2"}' in latex
+    assert "% dualcog stamp " in latex and "full stamp: results/stamp.json" in latex
+    assert "sha256:1" not in latex  # per-model digests stay in the full stamp
     html = to_html(table, stamp)
-    assert "<footer" in html and "dualcog 0.1.0 (abc123)" in html
+    assert "<footer" in html and "abc123def456" in html and "1 manifests, digest d1" in html
     assert "abc123" not in to_markdown(table) + to_latex(table) + to_html(table)
 
 
@@ -347,3 +353,12 @@ def test_markdown_cells_are_literal_text() -> None:
     assert escape_cell("a|b") == r"a\|b"
     assert escape_cell("</script><b>x & y</b>") == "&lt;/script&gt;&lt;b&gt;x &amp; y&lt;/b&gt;"
     assert escape_cell("back\\slash\nnext") == "back\\\\slash next"
+
+
+def test_markdown_group_rows_follow_grouped_not_highlight() -> None:
+    """An unhighlighted grouped table (the audit) keeps its group rows, as in LaTeX and HTML."""
+    table = build_main("image_main", "Image", _coverage_metrics(), MODELS, image_columns())
+    table.highlight = False
+    grouped = to_markdown(table)
+    table.grouped = False
+    assert grouped.count("| *") > to_markdown(table).count("| *") == 0

@@ -192,6 +192,45 @@ def stamp_summary(stamp: Mapping[str, Any]) -> str:
     )
 
 
+STAMP_PATH = "results/stamp.json"  # where the workflow writes the full stamp
+
+
+def stamp_digest(stamp: Mapping[str, Any]) -> str:
+    """16 hex digits identifying the whole stamp (every model's entry included)."""
+    return hashlib.sha256(json.dumps(stamp, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stamp_line(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> str:
+    """One short line for a table: the digest, the summary and where the full stamp is.
+
+    Its length does not grow with the number of models (a 45-run stamp is 200 kB of JSON,
+    more than TeX reads on one line).
+    """
+    return f"dualcog stamp {stamp_digest(stamp)}: {stamp_summary(stamp)}; full stamp: {path}"
+
+
+def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[str, str]]:
+    """(label, value) rows of a readable provenance table for the HTML pages."""
+    git = stamp.get("git")
+    commit = "no git checkout"
+    if git:
+        commit = git["commit"][:12] + (" (modified)" if git.get("dirty") else "")
+    versions = stamp.get("stage_versions", {})
+    models = stamp.get("models", {})
+    data = stamp.get("data", {})
+    return [
+        ("Stamp digest", stamp_digest(stamp)),
+        ("dualcog version", str(stamp.get("version"))),
+        ("Git commit", commit),
+        ("Protocol revision", str(stamp.get("protocol_revision"))),
+        ("Stage versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))),
+        ("Models", f"{len(models)} (settings digests in the full stamp)"),
+        ("Data", f"{len(data.get('manifests', {}))} manifests, digest {data.get('digest')}"),
+        ("Created", str(stamp.get("created"))),
+        ("Full stamp", path),
+    ]
+
+
 def model_digests_line(stamp: Mapping[str, Any]) -> str:
     models = stamp.get("models", {})
     return "Model settings digests: " + ", ".join(

@@ -22,7 +22,7 @@ import jinja2
 import jinja2.ext
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
-from dualcog.stamp import stamp_summary
+from dualcog.stamp import stamp_rows
 from dualcog.tables import TASK_ABBREVIATIONS
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
@@ -223,8 +223,7 @@ def write_explorer(
         difficulties=[d for d in difficulties if d in used_difficulties],
         stages=STAGES,
         page_size=PAGE_SIZE,
-        stamp_line=stamp_summary(stamp) if stamp else "none",
-        stamp_json=json.dumps(stamp, indent=2, sort_keys=True) if stamp else "",
+        stamp_rows=stamp_rows(stamp) if stamp else [],
         index_json=jinja2.utils.markupsafe.Markup(_json_for_script(index)),
     )
     page_path.parent.mkdir(parents=True, exist_ok=True)

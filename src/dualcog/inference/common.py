@@ -157,7 +157,7 @@ class ProgressReporter:
         total: int,
         progress: ProgressFn | None,
         every_fraction: float = 1.0,
-        every_s: float = 5.0,
+        every_s: float = 30.0,  # a line per job every 30 s keeps a 45-model console short
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.label = label
@@ -216,7 +216,13 @@ class ProgressReporter:
         elif rate > 0:
             eta = format_duration(remaining / rate)
         else:
-            eta = "?"
+            # Nothing answered yet: the model's other jobs hold its shared requests budget.
+            model = self.label.split("/")[0]
+            self.message(
+                f"{self.done}/{self.total} done, waiting for {model}'s shared concurrency slot "
+                f"(or its first reply), elapsed {format_duration(elapsed)}"
+            )
+            return
         self.message(
             f"{self.done}/{self.total} done, ok={self.ok}, errors={self.errors}, "
             f"cached={self.cached}, {rate:.2f} req/s, ETA {eta}, elapsed {format_duration(elapsed)}"

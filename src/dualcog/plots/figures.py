@@ -135,6 +135,10 @@ class _Key:
     def draw(self, fig: Figure, line: bool = False) -> None:
         """The model key below the plots (number, marker, colour and name of each model)."""
         if not self.numbered:
+            # Points carry their model's name; say what colour and shape mean.
+            fig.text(0.5, 0.005, "Colour: model group. Marker shape: tells apart the models "
+                     "of one group; each point is labelled with its model.", ha="center",
+                     va="bottom", fontsize=7, color="#555555")  # fmt: skip
             return
         handles = [
             Line2D([], [], marker=self.markers[m], ls="-" if line else "", ms=5,
@@ -164,9 +168,15 @@ def plot_answer_vs_grounding(
     data = answer_vs_grounding(metrics, intervals)
     data = data[data["model"].isin(models.index)]
     key = _Key(models, data["model"])
-    fig, axes = plt.subplots(2, 2, figsize=(10, 9.8 + key.extra_height), sharex=True,
-                             sharey=True)  # fmt: skip
-    for ax, task in zip(axes.flat, IMAGE_TASKS, strict=True):
+    # One panel per image task the run has (all four when it has none, to say so).
+    tasks = [t for t in IMAGE_TASKS if t in set(data["task"])] or list(IMAGE_TASKS)
+    ncols = min(2, len(tasks))
+    nrows = -(-len(tasks) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 4.9 * nrows + key.extra_height),
+                             sharex=True, sharey=True, squeeze=False)  # fmt: skip
+    for ax in axes.flat[len(tasks) :]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks, strict=False):
         ax.set_title(SCORED_BY_TASK[task].display_name, fontsize=9)
         ax.fill_between([0, 1], [0, 0], [0, 1], color="#F3E2D3", alpha=0.6, lw=0)
         ax.text(0.97, 0.04, "right answer,\nwrong place", ha="right", va="bottom",
@@ -189,7 +199,7 @@ def plot_answer_vs_grounding(
         _percent_axis(ax, "x")
         _percent_axis(ax, "y")
         ax.set_aspect("equal")
-    for ax in axes[1]:
+    for ax in axes[-1]:
         ax.set_xlabel("Option accuracy (%)")
     for ax in axes[:, 0]:
         ax.set_ylabel("BBox Acc@0.5 (%)")

@@ -195,7 +195,8 @@ def build_audit(
         text_columns=text,
         highlight=False,
         notes=[
-            "n <stage>: image samples per compatible-parse stage label (docs/protocol.md).",
+            "n <stage>: image samples per stage of the compatible parser at which the answer "
+            "was read.",
             "Scale: the run-level coordinate scale and whether it was inferred or set in the "
             "config; Boxes > 1: boxes with a coordinate above 1.",
         ],

@@ -6,14 +6,13 @@ they cannot disagree on a mark, a dash or a dagger.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from dualcog.stamp import stamp_line, stamp_rows
 from dualcog.tables.coverage import coverage_text
 from dualcog.tables.model import GROUP_TITLES, Column, Stamp, Table
 
@@ -175,16 +174,10 @@ def legend_lines(table: Table, layout: Grid) -> list[str]:
 
 
 def stamp_items(stamp: Stamp | None) -> list[tuple[str, str]]:
-    """(key, value) of a provenance stamp; nested values as compact sorted JSON, one line."""
-    items = []
-    for key, value in (stamp or {}).items():
-        if isinstance(value, (Mapping, list, tuple)):
-            text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-        else:
-            text = str(value)
-        items.append((str(key), " ".join(text.split())))
-    return items
+    """(label, value) rows of a provenance stamp, short whatever the number of models."""
+    return stamp_rows(stamp) if stamp else []
 
 
 def stamp_lines(stamp: Stamp | None) -> list[str]:
-    return [f"{key}: {value}" for key, value in stamp_items(stamp)]
+    """The one short stamp line of a Markdown or LaTeX table."""
+    return [stamp_line(stamp)] if stamp else []

@@ -40,7 +40,7 @@ def to_markdown(table: Table, stamp: Stamp | None = None) -> str:
     lines.append("| " + " | ".join(escape_cell(h) for h in headers) + " |")
     lines.append("|" + "|".join("---" for _ in headers) + "|")
     for block in layout.blocks:
-        if table.highlight:
+        if table.grouped:
             title = f"*{escape_cell(block.title)}*"
             lines.append("| " + " | ".join([title] + [""] * (len(headers) - 1)) + " |")
         for row in block.rows:
