@@ -53,22 +53,18 @@ def profile_resource_settings():
     return found
 
 
+# Before any job, a dry run included: every missing variable, replay file or data problem.
+require_ready(config, CONFIG_SOURCE, profile_resource_settings())
+
+
 def servers_start_here():
-    """Served models' jobs are about to run here, in this environment: a local run (not a dry
-    run, which may plan for another machine) without --sdm conda."""
+    """Served models' jobs start here, in this environment: a local run without --sdm conda
+    (called from onstart, which dry runs skip)."""
     from snakemake.settings.types import DeploymentMethod
 
     methods = workflow.deployment_settings.deployment_method
-    return (
-        workflow.local_exec
-        and not workflow.dryrun
-        and DeploymentMethod.CONDA not in methods
-    )
+    return workflow.local_exec and DeploymentMethod.CONDA not in methods
 
-
-# Before any job, a dry run included: every missing variable, replay file or data problem,
-# and a served model's vLLM where its server would start here.
-require_ready(config, CONFIG_SOURCE, profile_resource_settings(), servers_start_here())
 
 MODELS = [m["name"] for m in config["models"]]
 TASKS = config["tasks"]

@@ -17,7 +17,7 @@ from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.scoring import box_iou, match_classes
 from dualcog.scoring.intervals import clip_predicted, gold_array
-from dualcog.stamp import parquet_stamp, read_stamp
+from dualcog.stamp import parquet_stamp, read_stamp, stamp_digest
 
 SIM = "sim-chatty-Thinking"
 MODELS = [
@@ -86,9 +86,10 @@ def test_every_output_carries_the_stamp(demo: Path) -> None:
         assert read_stamp(results / "tables" / f"{name}.stamp.json") == stamp
         for fmt in ("md",):  # the formats this run writes besides CSV
             text = (results / "tables" / f"{name}.{fmt}").read_text()
-            assert stamp["git"]["commit"] in text and stamp["data"]["digest"] in text
+            assert f"dualcog stamp {stamp_digest(stamp)}: " in text
+            assert stamp["git"]["commit"][:12] in text and stamp["data"]["digest"] in text
     leaderboard = (results / "leaderboard.html").read_text()
-    assert stamp["git"]["commit"] in leaderboard and stamp["data"]["digest"] in leaderboard
+    assert stamp["git"]["commit"][:12] in leaderboard and stamp["data"]["digest"] in leaderboard
     for model in MODELS:
         page = (results / "explorer" / f"{model['name']}.html").read_text()
         assert stamp["models"][model["name"]]["digest"] in page

@@ -60,9 +60,9 @@ def test_openai_backend_end_to_end(tmp_path: Path) -> None:
         _run(tmp_path, server.api_base)
         first_requests = server.requests
         bodies, headers = list(server.bodies), list(server.headers)
-        # One request per sample of the three tasks; two demo samples are the very same
-        # request, sent once.
-        assert first_requests == 16 * 3 - 1
+        # One request per sample of the three tasks, also for the two demo samples whose
+        # requests are the very same (PROTOCOL §1, v2.3).
+        assert first_requests == 16 * 3
 
         # Rerunning inference after losing the responses is served from the crash-safe cache.
         shutil.rmtree(tmp_path / "results" / "responses")

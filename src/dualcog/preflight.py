@@ -141,22 +141,24 @@ def check(
     config: Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
     profile: Mapping[str, str] | None = None,
-    servers_start_here: bool = False,
 ) -> list[Problem]:
     """Every problem of a validated configuration (empty when it can run), and of the
-    profile's resource settings when given. `servers_start_here`: served models' jobs run on
-    this machine in this environment (a local run without --sdm conda), so their vLLM must be
-    installed here."""
+    profile's resource settings when given."""
     environ = os.environ if environ is None else environ
     problems = data_root_problems(str(config["data_root"]))
     problems.extend(profile_problems(profile or {}, environ))
     for model in config["models"]:
         problems.extend(model_problems(model, environ))
-    if servers_start_here:
-        for model in config["models"]:
-            if model.get("serve") and (problem := vllm_available(model)):
-                problems.append(Problem(f"model {model['name']}", problem))
     return problems
+
+
+def server_problems(config: Mapping[str, Any]) -> list[Problem]:
+    """Served models whose vLLM cannot start on this machine, in this environment."""
+    return [
+        Problem(f"model {model['name']}", problem)
+        for model in config["models"]
+        if model.get("serve") and (problem := vllm_available(model))
+    ]
 
 
 def report(problems: list[Problem], source: str) -> str:
@@ -185,9 +187,17 @@ def require_ready(
     config: Mapping[str, Any],
     source: str = "the configuration",
     profile: Mapping[str, str] | None = None,
-    servers_start_here: bool = False,
 ) -> None:
     """Raise PreflightError listing every problem; return quietly when there is none."""
-    problems = check(config, profile=profile, servers_start_here=servers_start_here)
+    problems = check(config, profile=profile)
+    if problems:
+        raise PreflightError(report(problems, source))
+
+
+def require_servers(config: Mapping[str, Any], source: str = "the configuration") -> None:
+    """Raise PreflightError when a served model's vLLM cannot start here. For runs whose
+    served jobs start on this machine, in this environment (not dry runs, clusters or conda),
+    before any job."""
+    problems = server_problems(config)
     if problems:
         raise PreflightError(report(problems, source))

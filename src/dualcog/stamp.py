@@ -224,7 +224,14 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
         ("Git commit", commit),
         ("Protocol revision", str(stamp.get("protocol_revision"))),
         ("Stage versions", ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))),
-        ("Models", f"{len(models)} (settings digests in the full stamp)"),
+        *(
+            [
+                (f"Model {name}", f"settings digest {entry['digest']}")
+                for name, entry in models.items()
+            ]
+            if len(models) == 1  # a model's own page: its settings, so no other model's change
+            else [("Models", f"{len(models)} (settings digests in the full stamp)")]
+        ),
         ("Data", f"{len(data.get('manifests', {}))} manifests, digest {data.get('digest')}"),
         ("Created", str(stamp.get("created"))),
         ("Full stamp", path),
