@@ -302,3 +302,8 @@ def all_outputs():
         *plot_outputs(),
         *explorer_outputs(),
     ]
+
+
+def stamp_input(wildcards):
+    """Only the stamp: the tables do not show the bootstrap intervals (the leaderboard does)."""
+    return {k: v for k, v in optional_result_inputs(wildcards).items() if k == "stamp"}

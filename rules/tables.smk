@@ -1,10 +1,5 @@
 # The paper's tables (results/tables/) and the leaderboard page (results/leaderboard.html).
-# Both read intervals and a provenance stamp when another rule file produces them.
-
-
-def stamp_input(wildcards):
-    """Only the stamp: the tables do not show the bootstrap intervals (the leaderboard does)."""
-    return {k: v for k, v in optional_result_inputs(wildcards).items() if k == "stamp"}
+# The tables read the provenance stamp; the leaderboard also reads the bootstrap intervals.
 
 
 rule tables:
