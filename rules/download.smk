@@ -5,6 +5,14 @@ def download_folder():
     return Path((config.get("download") or {}).get("into", DEFAULT_INTO))
 
 
+def download_section():
+    """The download section with the revision in effect (`--config revision=` wins), so that
+    giving it on the command line or in the file is the same to Snakemake's rerun triggers.
+    """
+    section = config.get("download") or {}
+    return {**section, "revision": config.get("revision") or section.get("revision")}
+
+
 def download_record():
     """The download's verification record, as an input of the rules that read the data root
     when it is the download's folder: ingest then reads only files checked against the Hub.
@@ -26,8 +34,7 @@ rule download:
     conda:
         "../envs/dualcog.yaml"
     params:
-        download=config.get("download") or {},
-        revision=config.get("revision"),
+        download=download_section(),
         tasks=TASKS,
     script:
         "../scripts/download.py"

@@ -8,8 +8,7 @@ from dualcog.runtime import run_step
 
 def main(sm):
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request otherwise
-    config = {"download": sm.params.download, "revision": sm.params.revision}
-    download_release(download_settings({**config, "tasks": sm.params.tasks}))
+    download_release(download_settings({"download": sm.params.download, "tasks": sm.params.tasks}))
 
 
 run_step(snakemake, main)  # noqa: F821

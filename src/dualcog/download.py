@@ -407,10 +407,11 @@ def _hub_call(what: str, call: Callable[[], Any], endpoint: str) -> Any:
         return call()
     except (HfHubHTTPError, OSError, ValueError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise DownloadError(
-            f"{what} from {endpoint} failed: {reason}. Files fetched so far are kept; "
-            "rerun the download to resume."
-        ) from None
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        advice = "Files fetched so far are kept; rerun the download to resume."
+        if status in (401, 403):
+            advice = "Set HF_TOKEN to a token that may read the dataset."
+        raise DownloadError(f"{what} from {endpoint} failed: {reason}. {advice}") from None
 
 
 def list_release(
