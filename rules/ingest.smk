@@ -1,7 +1,7 @@
 rule ingest:
     input:
         manifest_files(),
-        download_record(),
+        download_record(config),
     output:
         "results/benchmark/samples.parquet",
         "results/benchmark/excluded.json",

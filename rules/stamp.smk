@@ -2,7 +2,7 @@ rule stamp:
     input:
         manifests=manifest_files(),
         replay=all_replay_sources(),
-        release=download_record(),
+        release=download_record(config),
     output:
         "results/stamp.json",
     log:

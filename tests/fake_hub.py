@@ -335,3 +335,15 @@ def unread_paths(files: Iterable[str]) -> set[str]:
         or "/experiments/" in p
         or p.endswith("/task_rgb.mp4")
     }
+
+
+if __name__ == "__main__":
+    # Serve the demo in the card's layout until interrupted: `HF_ENDPOINT=<printed url>`.
+    import time
+
+    with FakeHub(
+        "Lozumi/UAV-DualCog", card_layout(Path(__file__).parents[1] / "resources/demo")
+    ) as hub:
+        print(f"{hub.url} commit {hub.commit}", flush=True)
+        while True:
+            time.sleep(3600)

@@ -24,6 +24,7 @@ from dualcog.download import (
     DownloadSettings,
     RemoteFile,
     covering_patterns,
+    download_params,
     download_release,
     download_settings,
     file_problem,
@@ -130,6 +131,9 @@ def test_the_revision_must_be_given():
         download_settings({"download": {"into": "x"}})
     chosen = download_settings({"revision": "main", "download": {"revision": "f" * 40}})
     assert chosen.revision == "main"  # the command line's shorthand wins
+    # Given on the command line or in the file, the rule sees the same parameters.
+    shorthand = download_params({"revision": "f" * 40, "download": {"into": "x"}})
+    assert shorthand == download_params({"download": {"into": "x", "revision": "f" * 40}})
 
 
 # -- against the fake Hub -----------------------------------------------------------------
@@ -142,6 +146,8 @@ def test_full_fetch_holds_what_evaluation_reads_and_nothing_else(hub, tmp_path, 
     assert local_files(into) == wanted
     assert all((into / p).read_bytes() == demo_bytes(p) for p in wanted)
     assert record == read_record(into)
+    # The folder pins its revision: a configuration without one gets the recorded one.
+    assert download_params({"download": {"into": str(into)}})["revision"] == hub.commit
     assert (record["commit"], record["file_count"]) == (hub.commit, len(wanted))
     assert record["bytes"] == sum(len(FILES[p]) for p in wanted)
     lines = [r.getMessage() for r in caplog.records]
@@ -262,10 +268,8 @@ def test_the_workflow_scores_what_it_fetched_as_it_scores_the_demo(hub, tmp_path
     write_config(fetched, {**base, "data_root": str(DEMO), "download": download})
     run_snakemake(fetched, "download", "--config", f"revision={hub.commit}", env=env)
     assert read_record(fetched / "release")["commit"] == hub.commit
-    write_config(
-        fetched,
-        {**base, "data_root": "release", "download": {**download, "revision": hub.commit}},
-    )
+    # No revision in the evaluating configuration: the folder's record pins it.
+    write_config(fetched, {**base, "data_root": "release", "download": download})
     run = run_snakemake(fetched, env=env)
     assert "rule download" not in run.stdout + run.stderr  # verified already: not fetched again
     write_config(plain, {**base, "data_root": str(DEMO)})

@@ -104,6 +104,29 @@ def record_path(folder: str | Path) -> Path:
     return Path(folder) / RECORD_NAME
 
 
+def download_folder(config: Mapping[str, Any]) -> Path:
+    return Path((config.get("download") or {}).get("into", DEFAULT_INTO))
+
+
+def download_params(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The download section with the revision in effect, the same to Snakemake's rerun
+    triggers wherever it was given: `--config revision=`, else `download.revision`, else the
+    revision the folder's record was fetched at (a download pins its folder)."""
+    section = config.get("download") or {}
+    recorded = read_record(download_folder(config)) or {}
+    revision = config.get("revision") or section.get("revision") or recorded.get("revision")
+    return {**section, "revision": revision}
+
+
+def download_record(config: Mapping[str, Any]) -> list[str]:
+    """The verification record, as an input of the rules that read the data root when it is
+    the download's folder (ingest then reads only files checked against the Hub), else []."""
+    folder = download_folder(config)
+    if Path(config["data_root"]).resolve() == folder.resolve():
+        return [str(record_path(folder))]
+    return []
+
+
 def read_record(folder: str | Path) -> dict[str, Any] | None:
     """The verification record of a download into `folder`, or None if there is none."""
     path = record_path(folder)
