@@ -236,6 +236,12 @@ def test_an_unknown_scene_or_revision_is_named(hub, tmp_path):
         fetch(tmp_path / "r", "a" * 40)
 
 
+def test_an_unreachable_hub_is_named(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: refused
+    with pytest.raises(DownloadError, match="from http://127.0.0.1:9 failed: .*rerun the download"):
+        fetch(tmp_path / "r", "main")
+
+
 def test_the_token_in_hf_token_is_sent_and_never_shown(hub, tmp_path, monkeypatch, caplog):
     hub.token = "hf_secret_test_token"
     with pytest.raises(DownloadError, match="401 Unauthorized.*Set HF_TOKEN") as caught:

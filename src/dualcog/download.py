@@ -424,11 +424,12 @@ def _bar_class(progress: ByteProgress) -> type:
 
 # -- the download -------------------------------------------------------------------------
 def _hub_call(what: str, call: Callable[[], Any], endpoint: str) -> Any:
+    import httpx2
     from huggingface_hub.errors import HfHubHTTPError
 
     try:
         return call()
-    except (HfHubHTTPError, OSError, ValueError) as error:
+    except (HfHubHTTPError, httpx2.HTTPError, OSError, ValueError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         status = getattr(getattr(error, "response", None), "status_code", None)
         advice = "Files fetched so far are kept; rerun the download to resume."
