@@ -13,6 +13,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/download.smk"
 include: "rules/ingest.smk"
 include: "rules/render.smk"
 include: "rules/cluster.smk"

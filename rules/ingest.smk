@@ -1,6 +1,7 @@
 rule ingest:
     input:
         manifest_files(),
+        download_record(config),
     output:
         "results/benchmark/samples.parquet",
         "results/benchmark/excluded.json",

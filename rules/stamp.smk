@@ -2,6 +2,7 @@ rule stamp:
     input:
         manifests=manifest_files(),
         replay=all_replay_sources(),
+        release=download_record(config),
     output:
         "results/stamp.json",
     log:

@@ -156,6 +156,8 @@ def build_stamp(
 
     Relative replay paths are read from `base` (the workflow's working directory).
     """
+    from dualcog.download import release_stamp  # the download's record, when data_root has one
+
     now = now or creation_time()
     data = manifest_digests(manifests, data_root)
     return {
@@ -169,6 +171,7 @@ def build_stamp(
             "digest": hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16],
             "manifests": data,
         },
+        "release": release_stamp(data_root),
         "created": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
