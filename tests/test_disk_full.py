@@ -140,3 +140,14 @@ def test_a_full_disk_while_preparing_images(tmp_path, monkeypatch):
     with pytest.raises(atomic.DiskFull, match=r"no space left writing .*store.*\.jpg"):
         prepare_images([source], tmp_path / "store", ImageSettings())
     assert _tmp_files(tmp_path) == []
+
+
+def test_explorer_thumbnails_use_the_atomic_writer(tmp_path, monkeypatch):
+    from dualcog.explorer import media as explorer_media
+
+    target = tmp_path / "explorer" / "media" / "thumb.jpg"
+    monkeypatch.setattr(Path, "write_bytes", _full)
+    with pytest.raises(atomic.DiskFull) as info:
+        explorer_media._write(target, b"jpeg bytes")
+    assert str(target) in str(info.value) and "MiB free on" in str(info.value)
+    assert not target.exists() and _tmp_files(tmp_path) == []

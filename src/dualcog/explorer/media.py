@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image
 
+from dualcog import atomic
 from dualcog.errors import DataError
 from dualcog.media import fit_size, store_path
 
@@ -53,11 +53,9 @@ def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, 
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Unique per writer: two sources with identical bytes share one thumbnail file.
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    # A temporary file unique per writer (two sources with identical bytes share one
+    # thumbnail file), removed on failure; a full disk is one DiskFull message.
+    atomic.write_bytes(path, data)
 
 
 def image_thumbnail(source: str, key: str, store: str | Path, folder: Path) -> MediaRow:
