@@ -181,12 +181,17 @@ def stamp_for_models(stamp: Mapping[str, Any], names: Sequence[str]) -> dict[str
     return {**stamp, "models": {n: stamp["models"][n] for n in names if n in stamp["models"]}}
 
 
+def short_commit(stamp: Mapping[str, Any]) -> str:
+    """The commit's first 12 digits (and whether the tree was modified), or that there was none."""
+    git = stamp.get("git")
+    if not git:
+        return "no git checkout"
+    return git["commit"][:12] + (" (modified)" if git.get("dirty") else "")
+
+
 def stamp_summary(stamp: Mapping[str, Any]) -> str:
     """One line for a human: version, commit, protocol, stage versions, data digest, date."""
-    git = stamp.get("git")
-    commit = "no git checkout"
-    if git:
-        commit = f"commit {git['commit'][:12]}" + (" (modified)" if git.get("dirty") else "")
+    commit = f"commit {short_commit(stamp)}" if stamp.get("git") else short_commit(stamp)
     versions = stamp.get("stage_versions", {})
     return (
         f"dualcog {stamp.get('version')} ({commit}); protocol revision "
@@ -214,10 +219,7 @@ def stamp_line(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> str:
 
 def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[str, str]]:
     """(label, value) rows of a readable provenance table for the HTML pages."""
-    git = stamp.get("git")
-    commit = "no git checkout"
-    if git:
-        commit = git["commit"][:12] + (" (modified)" if git.get("dirty") else "")
+    commit = short_commit(stamp)
     versions = stamp.get("stage_versions", {})
     models = stamp.get("models", {})
     data = stamp.get("data", {})
