@@ -7,10 +7,9 @@ send), each with its wall-clock rate and its own process's CPU time per request:
 
 - `ours`: `run_model` as a job runs it (request bodies, budgets, retries bookkeeping, response
   cache written by the background writer, the responses frame);
-- `sdk_post_lean`: the same wire path alone (`dualcog.inference.client.ChatClient`:
-  AsyncOpenAI's low-level `post` returning the raw response over our lean keep-alive
-  transport, our decoding) in a bare asyncio loop;
-- `sdk_post_httpcore`: the same with the SDK's default transport (httpcore's pool);
+- `sdk_post`: the same wire path alone (`dualcog.inference.client.ChatClient`:
+  AsyncOpenAI's low-level `post` returning the raw response over the SDK's aiohttp client,
+  our decoding) in a bare asyncio loop;
 - `sdk_typed`: `AsyncOpenAI.chat.completions.create` (the SDK's typed request transformation
   and pydantic reply), the path the engine does not use;
 - `minimal`: a minimal asyncio client (raw keep-alive sockets, `json` in and out).
@@ -175,18 +174,14 @@ def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[s
     return list(out.raw_text)
 
 
-def run_sdk_post(
-    model: dict, prompts: pd.DataFrame, store: Path, concurrency: int, lean: bool
-) -> list[str]:
+def run_sdk_post(model: dict, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
     from dualcog.inference.client import ChatClient
 
     settings = request_settings(model)
     rows = prompts.to_dict("records")
 
     async def main() -> list[str]:
-        client = ChatClient(
-            settings.api_base, settings.api_key, settings.timeout_s, concurrency, lean=lean
-        )
+        client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, concurrency)
         texts: list[str] = [""] * len(rows)
         queue = iter(range(len(rows)))
 
@@ -331,8 +326,7 @@ def main() -> None:
 
             clients = [
                 ("ours", lambda: run_ours(model, prompts, work, "ours")),
-                ("sdk_post_lean", lambda: run_sdk_post(model, prompts, store, c, lean=True)),
-                ("sdk_post_httpcore", lambda: run_sdk_post(model, prompts, store, c, lean=False)),
+                ("sdk_post", lambda: run_sdk_post(model, prompts, store, c)),
                 ("sdk_typed", lambda: run_sdk_typed(model, prompts, store, args.concurrency)),
                 ("minimal", lambda: run_minimal(port, prompts, store, args.concurrency)),
             ]
