@@ -1,22 +1,24 @@
-"""One Chat Completions attempt over `openai.AsyncOpenAI`, classified into a reply or a failure.
+"""One Chat Completions attempt, classified into a reply or a failure.
 
-The body is serialised once by us and sent through the SDK's low-level `post` with the raw
-HTTP response returned (`cast_to=httpx.Response`): the SDK still does authentication,
-timeouts, connection pooling and its HTTP error classes, but not its per-request typed
-transformation of the body and of the reply, which is most of its CPU cost per request at
-high concurrency (measured by benchmarks/inference_throughput.py). We decode the reply
-ourselves, so a 200 whose body is not JSON, has no choices or cannot be decoded is a
-`bad_response` failure like any other, never an exception that escapes.
+The body is serialised once by us and posted with the `openai` SDK's own HTTP client,
+`DefaultAioHttpClient` (aiohttp's connection pool, TLS, proxies from the environment).
+The SDK's typed request transformation, its per-request option models and its reply
+models are skipped: at high concurrency they cost more CPU than the whole HTTP exchange
+(benchmarks/inference_throughput.py). We decode the reply ourselves, so a 200 whose body
+is not JSON, has no choices or cannot be decoded is a `bad_response` failure like any
+other, never an exception that escapes; a status other than 200 is `http_<status>` with
+the provider's error message, retried when it is 408, 409, 429 or 5xx.
 
-The HTTP client under the SDK is its `DefaultAioHttpClient` (aiohttp's pool, TLS and proxies).
 This is the only module that imports `openai`; it is imported only by a job that sends.
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +33,7 @@ from dualcog.inference.common import escape_lone_surrogates
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+OPENAI_API_BASE = "https://api.openai.com/v1"  # the SDK's default, when no api_base is set
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 # One INFO line per HTTP request from the stack would bury the progress lines of a job.
 for _name in ("httpx2", "httpcore2", "openai"):
@@ -133,7 +136,7 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 
 def classify(error: Exception) -> AttemptFailed:
-    """An exception of the SDK or the HTTP stack -> `AttemptFailed` (message not yet scrubbed)."""
+    """An exception of the HTTP stack -> `AttemptFailed` (message not yet scrubbed)."""
     text = f"{type(error).__name__}: {error}"
     # The SDK's aiohttp adapter maps every aiohttp connection error, a dropped connection
     # included, to a connect timeout: the aiohttp exception underneath tells them apart.
@@ -144,48 +147,62 @@ def classify(error: Exception) -> AttemptFailed:
         ):
             return AttemptFailed("connection", f"{text} ({type(cause).__name__}: {cause})", True)
         cause = cause.__cause__
-    if isinstance(error, openai.APITimeoutError | httpx2.TimeoutException):
+    if isinstance(error, httpx2.TimeoutException):
         return AttemptFailed("timeout", text, True)
-    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+    if isinstance(error, httpx2.TransportError):
         return AttemptFailed("connection", text, True)
-    if isinstance(error, openai.APIStatusError):
-        status = int(error.status_code)
-        retry_after = retry_after_seconds(getattr(error.response, "headers", None))
-        retryable = status in RETRYABLE_STATUS or status >= 500
-        return AttemptFailed(f"http_{status}", text, retryable, retry_after)
     # Anything else from the stack (a body it cannot decode, a protocol error) is an
     # unusable reply: retried like a 5xx.
     return AttemptFailed("bad_response", text, True)
 
 
-def _never_written(error: BaseException) -> bool:
-    while error.__cause__ is not None:
-        error = error.__cause__
-    return isinstance(error, aiohttp.ClientConnectionResetError) and "closing transport" in str(
-        error
-    )
+def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
+    """A reply other than 200 -> `AttemptFailed("http_<status>")` with the provider's message."""
+    detail = body[:4096].decode("utf-8", "replace")
+    try:
+        payload = json.loads(body)
+        error = payload.get("error") if isinstance(payload, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            detail = message
+    except ValueError:
+        pass
+    retryable = status in RETRYABLE_STATUS or status >= 500
+    text = f"HTTP {status}: {escape_lone_surrogates(detail)}"
+    return AttemptFailed(f"http_{status}", text, retryable, retry_after_seconds(headers))
+
+
+def _dropped_before_reply(error: BaseException) -> bool:
+    """Whether the connection went away before any reply began: the race of a kept-alive
+    connection that the server closed (an idle timeout) while we picked it for a request."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, aiohttp.ServerDisconnectedError | ConnectionResetError):
+            return True  # aiohttp's ClientConnectionResetError is a ConnectionResetError
+        if isinstance(cause, OSError) and cause.errno in (errno.ECONNRESET, errno.EPIPE):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 class ChatClient:
-    """Async sender of pre-serialised Chat Completions bodies to one endpoint."""
+    """Async sender of pre-serialised Chat Completions bodies to one endpoint.
+
+    The HTTP client is the SDK's `DefaultAioHttpClient` (aiohttp's connection pool, TLS and
+    proxies from the environment); the body is already JSON, so we post it with that client
+    directly and skip the SDK's per-request option models, which cost more CPU than the
+    rest of the request (benchmarks/inference_throughput.py)."""
 
     def __init__(self, api_base: str | None, api_key: str, timeout_s: float, pool: int) -> None:
         self.timeout_s = timeout_s
-        # aiohttp's connection pool under the SDK: at 256 requests in flight it costs about
-        # half the CPU per request of httpx's own pool (benchmarks/inference_throughput.py).
         limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
-        http_client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
-        self.client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=api_base,
-            timeout=timeout_s,
-            max_retries=0,  # ours are counted and rate-limited
-            http_client=http_client,
-        )
-        self._options = {
-            "headers": {"Content-Type": "application/json"},
-            "timeout": timeout_s,
-            "security": {"bearer_auth": True},
+        self.http = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
+        base = (api_base or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_BASE).rstrip("/")
+        self.url = f"{base}/chat/completions"
+        self.headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
         }
 
     @staticmethod
@@ -196,24 +213,24 @@ class ChatClient:
 
         await anyio.sleep(0)  # loads anyio's asyncio backend
 
+    async def _post(self, body: bytes) -> httpx2.Response:
+        return await self.http.post(self.url, content=body, headers=self.headers)
+
     async def send(self, body: bytes) -> Reply:
         for fresh in (False, True):
             try:
-                response = await self.client.post(
-                    "/chat/completions",
-                    cast_to=httpx2.Response,
-                    content=body,
-                    options=self._options,
-                )
+                response = await self._post(body)
                 data = response.content
-            except (openai.OpenAIError, httpx2.HTTPError, ValueError) as error:
-                # A kept-alive connection the server had closed: nothing was written, so the
-                # request goes once more, on a new connection, without counting as an attempt.
-                if not fresh and _never_written(error):
+            except (httpx2.HTTPError, aiohttp.ClientError, OSError, ValueError) as error:
+                # A kept-alive connection the server had closed: the request goes once more,
+                # on a new connection, without counting as an attempt (at most one resend).
+                if not fresh and _dropped_before_reply(error):
                     continue
                 raise classify(error) from None
+            if response.status_code != 200:
+                raise status_failure(response.status_code, data, response.headers)
             return decode_reply(data)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.http.aclose()
