@@ -7,12 +7,12 @@ send), each with its wall-clock rate and its own process's CPU time per request:
 
 - `ours`: `run_model` as a job runs it (request bodies, budgets, retries bookkeeping, response
   cache written by the background writer, the responses frame);
-- `sdk_post_lean`: the same wire path alone (`dualcog.inference.client.ChatClient`:
-  AsyncOpenAI's low-level `post` returning the raw response over our lean keep-alive
-  transport, our decoding) in a bare asyncio loop;
-- `sdk_post_httpcore`: the same with the SDK's default transport (httpcore's pool);
+- `wire`: the same wire path alone (`dualcog.inference.client.ChatClient`: our body posted
+  with the SDK's `DefaultAioHttpClient`, our decoding) in a bare asyncio loop;
 - `sdk_typed`: `AsyncOpenAI.chat.completions.create` (the SDK's typed request transformation
   and pydantic reply), the path the engine does not use;
+- `minimal_aiohttp`: a minimal aiohttp client (one session, `json` in and out), the yardstick
+  for the CPU per request;
 - `minimal`: a minimal asyncio client (raw keep-alive sockets, `json` in and out).
 
 All clients must return the same answer texts (checked). A rate limit scenario (`--rpm`)
@@ -175,18 +175,14 @@ def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[s
     return list(out.raw_text)
 
 
-def run_sdk_post(
-    model: dict, prompts: pd.DataFrame, store: Path, concurrency: int, lean: bool
-) -> list[str]:
+def run_wire(model: dict, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
     from dualcog.inference.client import ChatClient
 
     settings = request_settings(model)
     rows = prompts.to_dict("records")
 
     async def main() -> list[str]:
-        client = ChatClient(
-            settings.api_base, settings.api_key, settings.timeout_s, concurrency, lean=lean
-        )
+        client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, concurrency)
         texts: list[str] = [""] * len(rows)
         queue = iter(range(len(rows)))
 
@@ -236,22 +232,54 @@ def run_sdk_typed(model: dict, prompts: pd.DataFrame, store: Path, concurrency: 
     return asyncio.run(main())
 
 
+def minimal_body(store: Path, row: dict) -> bytes:
+    """The request body the minimal clients send: the same JSON as ours, built plainly."""
+    content = [{"type": "text", "text": row["user_text"]}]
+    for key in row["media_keys"]:
+        uri = media_data_uri(store, key, "image")
+        content.append({"type": "image_url", "image_url": {"url": uri}})
+    messages = [
+        {"role": "system", "content": row["system_text"]},
+        {"role": "user", "content": content},
+    ]
+    return json.dumps(
+        {"model": "bench", "messages": messages, "temperature": 0.0, "max_tokens": 2048}
+    ).encode()
+
+
+def run_minimal_aiohttp(
+    port: int, prompts: pd.DataFrame, store: Path, concurrency: int
+) -> list[str]:
+    """A minimal aiohttp client: one `ClientSession`, a pool of `concurrency` connections,
+    the same JSON body per request, `json.loads` of the reply."""
+    import aiohttp
+
+    rows = prompts.to_dict("records")
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    headers = {"Authorization": "Bearer EMPTY", "Content-Type": "application/json"}
+
+    async def main() -> list[str]:
+        texts: list[str] = [""] * len(rows)
+        queue = iter(range(len(rows)))
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def worker() -> None:
+                for i in queue:
+                    body = minimal_body(store, rows[i])
+                    async with session.post(url, data=body, headers=headers) as response:
+                        reply = json.loads(await response.read())
+                    texts[i] = reply["choices"][0]["message"]["content"]
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return texts
+
+    return asyncio.run(main())
+
+
 def run_minimal(port: int, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
     """Keep-alive sockets, the same JSON body per request, `json.loads` of the reply."""
     rows = prompts.to_dict("records")
-
-    def body_of(row: dict) -> bytes:
-        content = [{"type": "text", "text": row["user_text"]}]
-        for key in row["media_keys"]:
-            uri = media_data_uri(store, key, "image")
-            content.append({"type": "image_url", "image_url": {"url": uri}})
-        messages = [
-            {"role": "system", "content": row["system_text"]},
-            {"role": "user", "content": content},
-        ]
-        return json.dumps(
-            {"model": "bench", "messages": messages, "temperature": 0.0, "max_tokens": 2048}
-        ).encode()
 
     async def main() -> list[str]:
         texts: list[str] = [""] * len(rows)
@@ -260,7 +288,7 @@ def run_minimal(port: int, prompts: pd.DataFrame, store: Path, concurrency: int)
         async def worker() -> None:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             for i in queue:
-                body = body_of(rows[i])
+                body = minimal_body(store, rows[i])
                 writer.write(
                     b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     b"Authorization: Bearer EMPTY\r\nContent-Type: application/json\r\n"
@@ -331,9 +359,9 @@ def main() -> None:
 
             clients = [
                 ("ours", lambda: run_ours(model, prompts, work, "ours")),
-                ("sdk_post_lean", lambda: run_sdk_post(model, prompts, store, c, lean=True)),
-                ("sdk_post_httpcore", lambda: run_sdk_post(model, prompts, store, c, lean=False)),
+                ("wire", lambda: run_wire(model, prompts, store, c)),
                 ("sdk_typed", lambda: run_sdk_typed(model, prompts, store, args.concurrency)),
+                ("minimal_aiohttp", lambda: run_minimal_aiohttp(port, prompts, store, c)),
                 ("minimal", lambda: run_minimal(port, prompts, store, args.concurrency)),
             ]
             for label, fn in clients:

@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 transport under the SDK, against a real socket server on loopback that
+"""The HTTP client under the SDK (aiohttp), against a real socket server on loopback that
 speaks keep-alive, chunked and gzip bodies, closes connections and stalls on purpose."""
 
 from __future__ import annotations
@@ -159,43 +159,3 @@ def test_a_connection_closed_without_reply_is_a_connection_error(run):
     with ScriptedServer(lambda n: (b"", True)) as server, pytest.raises(AttemptFailed) as info:
         run(send_all(server.api_base, 1))
     assert info.value.error_type == "connection" and info.value.retryable
-
-
-def test_tls_with_the_server_name_checked(tmp_path, run):
-    import os
-    import shutil
-    import ssl
-    import subprocess
-
-    import httpx2
-
-    from dualcog.inference.transport import LeanTransport
-
-    if shutil.which("openssl") is None:
-        if os.environ.get("CI"):
-            pytest.fail("openssl is needed for the TLS test in CI")
-        pytest.skip("openssl not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_context.load_cert_chain(cert, key)
-    with ScriptedServer(lambda n: (http(answer(f"tls{n}")), False), server_context) as server:
-        port = server.sock.getsockname()[1]
-        trusting = ssl.create_default_context(cafile=str(cert))
-
-        async def fetch(host: str, context: ssl.SSLContext) -> list[str]:
-            transport = LeanTransport(ssl_context=context)
-            async with httpx2.AsyncClient(transport=transport) as client:
-                url = f"https://{host}:{port}/v1/chat/completions"
-                replies = [await client.post(url, content=BODY) for _ in range(2)]
-            return [r.json()["choices"][0]["message"]["content"] for r in replies]
-
-        assert run(fetch("localhost", trusting)) == ["tls1", "tls2"]
-        assert server.connections == 1
-        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-            run(fetch("localhost", ssl.create_default_context()))  # an untrusted certificate

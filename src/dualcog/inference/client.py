@@ -1,12 +1,13 @@
-"""One Chat Completions attempt over `openai.AsyncOpenAI`, classified into a reply or a failure.
+"""One Chat Completions attempt, classified into a reply or a failure.
 
-The body is serialised once by us and sent through the SDK's low-level `post` with the raw
-HTTP response returned (`cast_to=httpx.Response`): the SDK still does authentication,
-timeouts, connection pooling and its HTTP error classes, but not its per-request typed
-transformation of the body and of the reply, which is most of its CPU cost per request at
-high concurrency (measured by benchmarks/inference_throughput.py). We decode the reply
-ourselves, so a 200 whose body is not JSON, has no choices or cannot be decoded is a
-`bad_response` failure like any other, never an exception that escapes.
+The body is serialised once by us and posted with the `openai` SDK's own HTTP client,
+`DefaultAioHttpClient` (aiohttp's connection pool, TLS, proxies from the environment).
+The SDK's typed request transformation, its per-request option models and its reply
+models are skipped: at high concurrency they cost more CPU than the whole HTTP exchange
+(benchmarks/inference_throughput.py). We decode the reply ourselves, so a 200 whose body
+is not JSON, has no choices or cannot be decoded is a `bad_response` failure like any
+other, never an exception that escapes; a status other than 200 is `http_<status>` with
+the provider's error message, retried when it is 408, 409, 429 or 5xx.
 
 This is the only module that imports `openai`; it is imported only by a job that sends.
 """
@@ -14,22 +15,25 @@ This is the only module that imports `openai`; it is imported only by a job that
 from __future__ import annotations
 
 import email.utils
+import errno
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import anyio
 import httpx2
 import openai
 
 from dualcog.inference.common import escape_lone_surrogates
-from dualcog.inference.transport import LeanTransport, proxy_configured
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+OPENAI_API_BASE = "https://api.openai.com/v1"  # the SDK's default, when no api_base is set
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 # One INFO line per HTTP request from the stack would bury the progress lines of a job.
 for _name in ("httpx2", "httpcore2", "openai"):
@@ -132,49 +136,73 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 
 def classify(error: Exception) -> AttemptFailed:
-    """An exception of the SDK or the HTTP stack -> `AttemptFailed` (message not yet scrubbed)."""
+    """An exception of the HTTP stack -> `AttemptFailed` (message not yet scrubbed)."""
     text = f"{type(error).__name__}: {error}"
-    if isinstance(error, openai.APITimeoutError | httpx2.TimeoutException):
+    # The SDK's aiohttp adapter maps every aiohttp connection error, a dropped connection
+    # included, to a connect timeout: the aiohttp exception underneath tells them apart.
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(
+            cause, aiohttp.ServerTimeoutError
+        ):
+            return AttemptFailed("connection", f"{text} ({type(cause).__name__}: {cause})", True)
+        cause = cause.__cause__
+    if isinstance(error, httpx2.TimeoutException):
         return AttemptFailed("timeout", text, True)
-    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+    if isinstance(error, httpx2.TransportError):
         return AttemptFailed("connection", text, True)
-    if isinstance(error, openai.APIStatusError):
-        status = int(error.status_code)
-        retry_after = retry_after_seconds(getattr(error.response, "headers", None))
-        retryable = status in RETRYABLE_STATUS or status >= 500
-        return AttemptFailed(f"http_{status}", text, retryable, retry_after)
     # Anything else from the stack (a body it cannot decode, a protocol error) is an
     # unusable reply: retried like a 5xx.
     return AttemptFailed("bad_response", text, True)
 
 
-class ChatClient:
-    """Async sender of pre-serialised Chat Completions bodies to one endpoint."""
+def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
+    """A reply other than 200 -> `AttemptFailed("http_<status>")` with the provider's message."""
+    detail = body[:4096].decode("utf-8", "replace")
+    try:
+        payload = json.loads(body)
+        error = payload.get("error") if isinstance(payload, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            detail = message
+    except ValueError:
+        pass
+    retryable = status in RETRYABLE_STATUS or status >= 500
+    text = f"HTTP {status}: {escape_lone_surrogates(detail)}"
+    return AttemptFailed(f"http_{status}", text, retryable, retry_after_seconds(headers))
 
-    def __init__(
-        self, api_base: str | None, api_key: str, timeout_s: float, pool: int, lean: bool = True
-    ) -> None:
+
+def _dropped_before_reply(error: BaseException) -> bool:
+    """Whether the connection went away before any reply began: the race of a kept-alive
+    connection that the server closed (an idle timeout) while we picked it for a request."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, aiohttp.ServerDisconnectedError | ConnectionResetError):
+            return True  # aiohttp's ClientConnectionResetError is a ConnectionResetError
+        if isinstance(cause, OSError) and cause.errno in (errno.ECONNRESET, errno.EPIPE):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+class ChatClient:
+    """Async sender of pre-serialised Chat Completions bodies to one endpoint.
+
+    The HTTP client is the SDK's `DefaultAioHttpClient` (aiohttp's connection pool, TLS and
+    proxies from the environment); the body is already JSON, so we post it with that client
+    directly and skip the SDK's per-request option models, which cost more CPU than the
+    rest of the request (benchmarks/inference_throughput.py)."""
+
+    def __init__(self, api_base: str | None, api_key: str, timeout_s: float, pool: int) -> None:
         self.timeout_s = timeout_s
-        if lean and not proxy_configured():
-            http_client = openai.DefaultAsyncHttpxClient(
-                transport=LeanTransport(max_idle_per_origin=pool), timeout=timeout_s
-            )
-        else:
-            http_client = openai.DefaultAsyncHttpxClient(
-                limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
-                timeout=timeout_s,
-            )
-        self.client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=api_base,
-            timeout=timeout_s,
-            max_retries=0,  # ours are counted and rate-limited
-            http_client=http_client,
-        )
-        self._options = {
-            "headers": {"Content-Type": "application/json"},
-            "timeout": timeout_s,
-            "security": {"bearer_auth": True},
+        limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
+        self.http = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
+        base = (api_base or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_BASE).rstrip("/")
+        self.url = f"{base}/chat/completions"
+        self.headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
         }
 
     @staticmethod
@@ -185,18 +213,24 @@ class ChatClient:
 
         await anyio.sleep(0)  # loads anyio's asyncio backend
 
+    async def _post(self, body: bytes) -> httpx2.Response:
+        return await self.http.post(self.url, content=body, headers=self.headers)
+
     async def send(self, body: bytes) -> Reply:
-        try:
-            response = await self.client.post(
-                "/chat/completions",
-                cast_to=httpx2.Response,
-                content=body,
-                options=self._options,
-            )
-            data = response.content
-        except (openai.OpenAIError, httpx2.HTTPError, ValueError) as error:
-            raise classify(error) from None
-        return decode_reply(data)
+        for fresh in (False, True):
+            try:
+                response = await self._post(body)
+                data = response.content
+            except (httpx2.HTTPError, aiohttp.ClientError, OSError, ValueError) as error:
+                # A kept-alive connection the server had closed: the request goes once more,
+                # on a new connection, without counting as an attempt (at most one resend).
+                if not fresh and _dropped_before_reply(error):
+                    continue
+                raise classify(error) from None
+            if response.status_code != 200:
+                raise status_failure(response.status_code, data, response.headers)
+            return decode_reply(data)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.http.aclose()

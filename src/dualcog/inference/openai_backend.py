@@ -93,13 +93,17 @@ class OpenAIRunner:
             attempts=attempts,
         )
 
+    def _body(self, prompt: Mapping[str, Any]) -> bytes:
+        return encode_request_body(request_body(prompt, self.settings, self.media_store))
+
     async def _send(
         self, prompt: Mapping[str, Any], client: Any, rate: RateBudget, slots: ConcurrencySlots
     ) -> dict[str, Any]:
         """One prompt -> one response row, after up to `max_retries` retries."""
         from dualcog.inference.client import AttemptFailed
 
-        body = encode_request_body(request_body(prompt, self.settings, self.media_store))
+        # Media files are read (and base64-encoded) in a thread, never on the event loop.
+        body = await asyncio.to_thread(self._body, prompt)
         attempt = 0
         while True:
             attempt += 1
