@@ -188,7 +188,7 @@ def table_outputs():
         names.append("image_main")
     if VIDEO_TASKS_ON:
         names.append("video_main")
-    names.append("overall")
+    names += ["overall", "usage"]
     paths = [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
     if "csv" in formats:  # CSV has no room for a stamp: a sidecar carries it
         paths += [f"results/tables/{name}.stamp.json" for name in names]
@@ -211,6 +211,7 @@ TABLE_CAPTIONS = {
     "audit": "Compatibility audit",
     "audit_gains": "Compatibility audit",
     "overall": "Aggregates",
+    "usage": "Usage and cost",
 }
 
 
