@@ -45,7 +45,7 @@ OUTCOME_TITLES = {
 # finish_reason values meaning the provider withheld the answer.
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
 # Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
-REFUSAL_ERROR = re.compile(r"content[_ -]?(filter|policy|management)|refus", re.IGNORECASE)
+REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", re.IGNORECASE)
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
 USAGE_COLUMNS = ("model", "task", "requests", "reported", *TOKEN_COLUMNS, "cost_usd")
 # What is read of a responses file: the texts only to tell empty answers and reasoning apart.
