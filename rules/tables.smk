@@ -66,7 +66,9 @@ def estimate_plan():
 # estimate is made afresh each time it is asked for (it writes results/estimate/ itself).
 rule estimate:
     input:
-        prompts=sorted({p for tasks in estimate_plan().values() for p in tasks.values()}),
+        prompts=sorted(
+            {p for tasks in estimate_plan().values() for p in tasks.values()}
+        ),
     log:
         "results/logs/estimate.log",
     conda:

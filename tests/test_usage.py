@@ -79,8 +79,7 @@ def test_tokens_and_cost_are_summed_over_reported_rows() -> None:
 
 def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     facts = facts_of(
-        rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250})
-        + rows("oracle", {})
+        rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}) + rows("oracle", {})
     )
     table = build_usage(facts, [PRICED, ORACLE])
     markdown = to_markdown(table)
@@ -169,7 +168,9 @@ def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
     write_responses(tmp_path / "responses" / "oracle" / "landmark_position.parquet",
                     rows("oracle", {}))  # fmt: skip
     lines = run_usage_lines(config, tmp_path)
-    assert lines[1] == "  api-Instant: 1 requests, 1,000 prompt + 250 completion tokens (– reasoning), $0.0040"
+    assert lines[1] == (
+        "  api-Instant: 1 requests, 1,000 prompt + 250 completion tokens (– reasoning), $0.0040"
+    )
     assert not any("oracle" in line for line in lines)  # a built-in sends nothing
     assert lines[-1].startswith("  total: 1 requests") and "$0.0040" in lines[-1]
     facts = read_response_facts(sorted((tmp_path / "responses").rglob("*.parquet")))
@@ -179,8 +180,8 @@ def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
 def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:
     model = {"name": "api-Instant", "backend": "openai", "temperature": 0.0,
              "prices": {"input": 1.0, "output": 4.0}}  # fmt: skip
-    configured = {"name": "new-Instant", "backend": "openai",
-                  "estimated_tokens_per_request": 1000, "prices": {"input": 1.0, "output": 4.0}}  # fmt: skip
+    configured = {"name": "new-Instant", "backend": "openai", "estimated_tokens_per_request": 1000,
+                  "prices": {"input": 1.0, "output": 4.0}}  # fmt: skip
     prompts = pd.DataFrame({"sample_id": [f"s{i}" for i in range(5)],
                             "request_key": [f"k{i}" for i in range(5)]})  # fmt: skip
     with ResponseCache(cache_path(tmp_path, "api-Instant", "landmark_position")) as cache:
