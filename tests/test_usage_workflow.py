@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+from browser import Browser, require_chromium
 from loopback_server import LoopbackServer, Reply, completion
 from workflow_runner import REPO, run_snakemake, write_config
 
@@ -128,3 +129,20 @@ def test_estimate_then_run_usage_and_outcomes(tmp_path: Path) -> None:
     aggregate = page[aggregate_at:usage_at]
     row = re.search(r'<tr data-model="loop-vlm-Instant".*?</tr>', aggregate, re.S).group(0)
     assert re.findall(r'<span class="v">([^<]*)</span>', row)[-1] == "0.17"  # $0.1664, 2 places
+
+    # The explorer filters by outcome class: the 16 truncated samples are the behavior ones.
+    require_chromium()
+    explorer = (tmp_path / "results" / "explorer" / f"{MODEL}.html").as_uri()
+    with Browser() as browser:
+        browser.open(explorer + "#result=truncated")
+        browser.wait_for("document.body.dataset.rendered")
+        summary = browser.evaluate("document.getElementById('summary').textContent")
+        assert summary.startswith("16 of 32 samples match")
+        classes = browser.evaluate(
+            "Array.from(document.querySelectorAll('#cards article')).map(a => a.className)"
+        )
+        assert classes and all(c == "card video" for c in classes)
+        assert browser.evaluate("document.querySelector('select[name=result]').value") == (
+            "truncated"
+        )
+        assert browser.errors == []
