@@ -308,3 +308,15 @@ def all_outputs():
 def stamp_input(wildcards):
     """Only the stamp: the tables do not show the bootstrap intervals (the leaderboard does)."""
     return {k: v for k, v in optional_result_inputs(wildcards).items() if k == "stamp"}
+
+
+# USD per million tokens of the runs that give them (they change dollars, never answers).
+MODEL_PRICES = {m["name"]: m["prices"] for m in config["models"] if m.get("prices")}
+
+
+def estimate_plan():
+    """Run name -> request kind -> the prompts file its requests are built from."""
+    return {
+        m["name"]: {t: prompts_path(m["name"], t) for t in model_tasks(config, m)}
+        for m in config["models"]
+    }

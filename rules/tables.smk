@@ -2,9 +2,6 @@
 # The tables read the provenance stamp; the leaderboard also reads the bootstrap intervals.
 # `estimate` lists what a run would still send and cost, sending nothing.
 
-# USD per million tokens of the runs that give them (they change dollars, never answers).
-MODEL_PRICES = {m["name"]: m["prices"] for m in config["models"] if m.get("prices")}
-
 
 rule tables:
     input:
@@ -52,14 +49,6 @@ rule leaderboard:
         version=TABLES_VERSION,
     script:
         "../scripts/leaderboard.py"
-
-
-def estimate_plan():
-    """Run name -> request kind -> the prompts file its requests are built from."""
-    return {
-        m["name"]: {t: prompts_path(m["name"], t) for t in model_tasks(config, m)}
-        for m in config["models"]
-    }
 
 
 # No output file: the cache changes between runs without Snakemake seeing it, so the
