@@ -91,6 +91,8 @@ def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     csv = to_csv(table).splitlines()
     assert csv[1].startswith("api-Instant,") and ",1000,250,,0.004" in csv[1]
     assert any(line.startswith("oracle,baseline,oracle,all,,,,,,") for line in csv)
+    flagged = build_usage(facts, [PRICED, ORACLE], mode_flags={"api-Instant": "no reasoning"})
+    assert "Mode check, api-Instant: no reasoning." in to_markdown(flagged)
 
 
 def test_outcome_classes_first_match_wins() -> None:
