@@ -188,7 +188,7 @@ def table_outputs():
         names.append("image_main")
     if VIDEO_TASKS_ON:
         names.append("video_main")
-    names.append("overall")
+    names += ["overall", "usage"]
     paths = [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
     if "csv" in formats:  # CSV has no room for a stamp: a sidecar carries it
         paths += [f"results/tables/{name}.stamp.json" for name in names]
@@ -211,6 +211,7 @@ TABLE_CAPTIONS = {
     "audit": "Compatibility audit",
     "audit_gains": "Compatibility audit",
     "overall": "Aggregates",
+    "usage": "Usage and cost",
 }
 
 
@@ -307,3 +308,15 @@ def all_outputs():
 def stamp_input(wildcards):
     """Only the stamp: the tables do not show the bootstrap intervals (the leaderboard does)."""
     return {k: v for k, v in optional_result_inputs(wildcards).items() if k == "stamp"}
+
+
+# USD per million tokens of the runs that give them (they change dollars, never answers).
+MODEL_PRICES = {m["name"]: m["prices"] for m in config["models"] if m.get("prices")}
+
+
+def estimate_plan():
+    """Run name -> request kind -> the prompts file its requests are built from."""
+    return {
+        m["name"]: {t: prompts_path(m["name"], t) for t in model_tasks(config, m)}
+        for m in config["models"]
+    }

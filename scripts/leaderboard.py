@@ -6,6 +6,7 @@ from dualcog.tables.leaderboard import write_leaderboard
 
 
 def main(sm):
+    models = [{**m, "prices": sm.params.prices.get(m["name"])} for m in sm.params.models]
     inputs = load_inputs(
         sm.input.metrics,
         sm.input.runs,
@@ -13,8 +14,9 @@ def main(sm):
         sm.input.responses,
         intervals=sm.input.get("intervals"),
         stamp=sm.input.get("stamp"),
+        models=models,
     )
-    path = write_leaderboard(sm.output[0], inputs, sm.params.models)
+    path = write_leaderboard(sm.output[0], inputs, models)
     log.info("wrote %s", path)
 
 

@@ -8,17 +8,20 @@ from dualcog.tables.inputs import load_inputs
 
 
 def main(sm):
+    # The prices only decide dollars, so they travel beside the table settings of each run.
+    models = [{**m, "prices": sm.params.prices.get(m["name"])} for m in sm.params.models]
     inputs = load_inputs(
         sm.input.metrics,
         sm.input.runs,
         sm.input.parsed,
         sm.input.responses,
         stamp=sm.input.get("stamp"),
+        models=models,
     )
     tables_out = [Path(p) for p in sm.output if not p.endswith(".stamp.json")]  # CSV sidecars
     names = list(dict.fromkeys(p.stem for p in tables_out))
     tables = build_all(
-        names, inputs.metrics, sm.params.models, inputs.runs, inputs.counts, inputs.tokens
+        names, inputs.metrics, models, inputs.runs, inputs.counts, inputs.tokens, inputs.usage
     )
     for table in tables:
         for path in write_table(

@@ -248,7 +248,9 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     html = files.page.read_text()
     index = json.loads(re.search(r'id="explorer-index" type="application/json">(.*?)</script>',
                                  html).group(1))  # fmt: skip
-    assert index["entries"][:2] == [[1, 0, 0, 2, -1], [0, 0, 0, 3, -1]]
+    # the last element: the request outcome class (0: answered; dualcog.usage.OUTCOMES)
+    assert index["entries"][:2] == [[1, 0, 0, 2, -1, 0], [0, 0, 0, 3, -1, 0]]
+    assert index["results"][0] == "answered"
     assert index["tasks"] == ["landmark_position", "future_observation"]
     assert '<option value="other">' in html and "http" not in html.replace("http-equiv", "")
     chunk = files.chunks[0].read_text()

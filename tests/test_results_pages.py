@@ -19,7 +19,7 @@ from workflow_runner import REPO, run_snakemake, write_config
 from dualcog.tables.inputs import load_inputs
 from dualcog.tables.leaderboard import render_leaderboard
 
-TABLES = ("audit", "audit_gains", "image_main", "video_main", "overall")
+TABLES = ("audit", "audit_gains", "image_main", "video_main", "overall", "usage")
 TEX_DOCUMENT = r"""\documentclass{article}
 \usepackage{booktabs}
 \usepackage{graphicx}

@@ -54,6 +54,7 @@ NON_ANSWER_KEYS = frozenset(
         "rpm_limit",
         "tpm_limit",
         "estimated_tokens_per_request",
+        "prices",
         "rate_limit_reserve_ratio",
         "concurrency",
         "max_retries",

@@ -31,6 +31,7 @@ from dualcog.tasks import (
     SCORED_BY_TASK,
     VIDEO_DIFFICULTIES,
 )
+from dualcog.usage import OUTCOME_TITLES, OUTCOMES
 
 CHUNK_SIZE = 25
 PAGE_SIZE = 20
@@ -125,6 +126,7 @@ def _entry(record, tasks, difficulties) -> list[int] | None:
         STAGES.index(record["stage"]) if record["stage"] in STAGES else -1,
         outcomes[0],
         outcomes[1] if len(outcomes) > 1 else -1,  # behavior: atomic level
+        OUTCOMES.index(record["result"]) if record.get("result") in OUTCOMES else -1,
     ]
 
 
@@ -202,6 +204,7 @@ def write_explorer(
         "tasks": present,
         "difficulties": difficulties,
         "stages": list(STAGES),
+        "results": list(OUTCOMES),
         "task_filters": filters,
         "entries": [_entry(r, present, difficulties) for r in records],
     }
@@ -222,6 +225,7 @@ def write_explorer(
         ],  # fmt: skip
         difficulties=[d for d in difficulties if d in used_difficulties],
         stages=STAGES,
+        results=[(o, OUTCOME_TITLES[o]) for o in OUTCOMES],
         page_size=PAGE_SIZE,
         stamp_rows=stamp_rows(stamp) if stamp else [],
         index_json=jinja2.utils.markupsafe.Markup(_json_for_script(index)),

@@ -280,6 +280,22 @@ SAMPLE_COLUMNS = (
 RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type")
 
 
+def _result_classes(responses: pd.DataFrame, parsed: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(sample_id, task) -> its outcome class (answered, truncated, refused, ...)."""
+    import pyarrow as pa
+
+    from dualcog.usage import response_facts, sample_outcomes
+
+    if responses.empty:
+        return {}
+    table = pa.Table.from_pandas(responses.reset_index(drop=True), preserve_index=False)
+    facts = response_facts(table)
+    facts["model"] = facts["model"].fillna("")
+    classes = sample_outcomes(facts, parsed)
+    return dict(zip(zip(classes["sample_id"], classes["task"], strict=True), classes["outcome"],
+                    strict=True))  # fmt: skip
+
+
 def _rows(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise (the values `to_dict("records")` gives, at a fraction
     of its cost); only `columns` (those present) when given."""
@@ -305,6 +321,7 @@ def sample_records(
     for row in _rows(scores[scores["parse"] == DRAWN_PARSE]):
         scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
     response_by = _by_sample(_rows(responses, RESPONSE_COLUMNS))  # the last row of an id wins
+    result_by = _result_classes(responses, parsed)
     run_tasks = set(responses["task"]) | set(parsed["task"])
     records: list[dict[str, Any] | None] = []
     for sample in _rows(samples, SAMPLE_COLUMNS):
@@ -336,6 +353,7 @@ def sample_records(
                 "error_type": _text(response.get("error_type")),
                 "raw": raw[:RAW_TEXT_LIMIT] if raw else None,
                 "raw_truncated": bool(raw and len(raw) > RAW_TEXT_LIMIT),
+                "result": result_by.get((sid, task), "request_error"),  # dualcog.usage.OUTCOMES
                 **body,
             }
         )

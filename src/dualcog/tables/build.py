@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from dualcog.tables.coverage import (
 )
 from dualcog.tables.model import (
     CHANGE_HEADER,
+    COST_HEADER,
     GROUP_ORDER,
     STAGES,
     TASK_ABBREVIATIONS,
@@ -99,8 +101,12 @@ def build_main(
     models: Sequence[Mapping],
     columns: list[Column],
     tokens: Mapping[str, float] | None = None,
+    cost: Mapping[str, float] | None = None,
 ) -> Table:
-    """A main table or the aggregates: one row per `main_table` run, marks over those rows."""
+    """A main table or the aggregates: one row per `main_table` run, marks over those rows.
+
+    `tokens` (mean output tokens) and `cost` (USD per run) add a column each when given.
+    """
     rows = model_rows(main_table_models(models))
     frame = _pivot(metrics, columns, rows.index)
     present = [c for c in columns if frame[c.header].notna().any()]
@@ -117,6 +123,10 @@ def build_main(
         frame[TOKENS_HEADER] = [tokens.get(model, np.nan) for model in frame.index]
         text_columns.append(TOKENS_HEADER)
         formats[TOKENS_HEADER] = ".0f"
+    if cost is not None:
+        frame[COST_HEADER] = [cost.get(model, np.nan) for model in frame.index]
+        text_columns.append(COST_HEADER)
+        formats[COST_HEADER] = ",.2f"
     tasks = list(dict.fromkeys(c.task for c in present))
     named = [t for t in tasks if t in TASK_ABBREVIATIONS]
     notes = [legend(named)] if named else []
@@ -138,8 +148,13 @@ def build_audit(
     models: Sequence[Mapping],
     runs: Mapping[str, Mapping],
     stage_counts: Mapping[str, Mapping[str, int]],
+    shares: pd.DataFrame | None = None,
 ) -> Table:
-    """Compatibility audit: legacy vs compatible BBox Acc@0.5 over the image tasks."""
+    """Compatibility audit: legacy vs compatible BBox Acc@0.5 over the image tasks.
+
+    `shares` (`dualcog.usage.outcome_shares`) adds each outcome class's percentage of the
+    model's samples (all its tasks).
+    """
     rows = model_rows(models)
     image = metrics[
         (metrics["stratum"] == "all")
@@ -180,6 +195,19 @@ def build_audit(
     text = ["Group", "Model", CHANGE_HEADER, "Scale", "Boxes > 1"] + [f"n {s}" for s in STAGES]
     if frame.empty:
         frame = pd.DataFrame(columns=[*text[:2], *(c.header for c in columns), *text[2:]])
+    formats = {CHANGE_HEADER: "+.1f"}
+    notes = [
+        "n <stage>: image samples per stage of the compatible parser at which the answer was read.",
+        "Scale: the run-level coordinate scale and whether it was inferred or set in the "
+        "config; Boxes > 1: boxes with a coordinate above 1.",
+    ]
+    if shares is not None:
+        from dualcog.tables.usage import OUTCOME_NOTE, add_outcome_shares
+
+        share_formats = add_outcome_shares(frame, shares)
+        text += list(share_formats)
+        formats.update(share_formats)
+        notes.append(OUTCOME_NOTE)
     coverage = coverage_from_metrics(metrics)
     flags = table_flags(frame, columns, coverage, audit_tasks=IMAGE_TASKS)
     _blank_silent_cells(frame, flags)
@@ -194,15 +222,10 @@ def build_audit(
         columns,
         text_columns=text,
         highlight=False,
-        notes=[
-            "n <stage>: image samples per stage of the compatible parser at which the answer "
-            "was read.",
-            "Scale: the run-level coordinate scale and whether it was inferred or set in the "
-            "config; Boxes > 1: boxes with a coordinate above 1.",
-        ],
+        notes=notes,
         coverage=_coverage_block(coverage, frame.index, IMAGE_TASKS),
         flags=flags,
-        number_formats={CHANGE_HEADER: "+.1f"},
+        number_formats=formats,
     )
 
 
@@ -231,6 +254,23 @@ def stage_counts(parsed: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in rows["stage"].value_counts().items()}
 
 
+@dataclass(frozen=True)
+class UsageInputs:
+    """What the usage table and the outcome shares are built from (`dualcog.usage`)."""
+
+    facts: pd.DataFrame  # usage.read_response_facts of every responses file
+    shares: pd.DataFrame  # usage.outcome_shares
+    mode_flags: Mapping[str, str]  # usage.mode_flags
+
+
+def _usage_table(usage: UsageInputs | None, models: Sequence[Mapping]) -> Table:
+    from dualcog.tables.usage import build_usage
+
+    if usage is None:
+        raise ValueError("the usage table needs the responses (UsageInputs)")
+    return build_usage(usage.facts, models, mode_flags=usage.mode_flags)
+
+
 TABLE_TITLES = {
     "image_main": "Image tasks",
     "video_main": "Video tasks",
@@ -245,12 +285,17 @@ def build_all(
     runs: Mapping[str, Mapping],
     counts: Mapping[str, Mapping[str, int]],
     tokens: Mapping[str, float] | None = None,
+    usage: UsageInputs | None = None,
 ) -> list[Table]:
-    """Build the named tables (`audit`, `audit_gains`, `image_main`, `video_main`, `overall`).
+    """Build the named tables (`audit`, `audit_gains`, `image_main`, `video_main`, `overall`,
+    `usage`).
 
-    `tokens` (mean output tokens per model) adds a column to `overall` when given.
+    `tokens` (mean output tokens per model) adds a column to `overall` when given; `usage`
+    (the response facts and outcome shares) is what the `usage` table and the audit's outcome
+    shares are built from.
     """
-    audit = build_audit(metrics, models, runs, counts)
+    shares = usage.shares if usage is not None else None
+    audit = build_audit(metrics, models, runs, counts, shares)
     builders = {
         "audit": lambda: audit,
         "audit_gains": lambda: audit_gains(audit),
@@ -263,5 +308,6 @@ def build_all(
         "overall": lambda: build_main(
             "overall", TABLE_TITLES["overall"], metrics, models, overall_columns(), tokens
         ),
+        "usage": lambda: _usage_table(usage, models),
     }
     return [builders[name]() for name in names]

@@ -13,14 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
-from dualcog.tables.build import stage_counts
+from dualcog.tables.build import UsageInputs, stage_counts
 from dualcog.tables.coverage import mean_output_tokens
+from dualcog.usage import mode_flags, outcome_shares, read_response_facts, sample_outcomes
 
 INTERVAL_COLUMNS = (
     "model", "task", "parse", "stratum", "metric", "value",
     "ci_low", "ci_high", "n_clusters", "n_boot", "seed", "level",
 )  # fmt: skip
-_RESPONSE_COLUMNS = ["model", "status", "completion_tokens"]
+_PARSED_COLUMNS = ["sample_id", "task", "parse", "stage", "all_valid"]
 
 
 @dataclass
@@ -31,6 +32,7 @@ class TableInputs:
     tokens: dict[str, float] = field(default_factory=dict)
     intervals: pd.DataFrame | None = None
     stamp: Mapping[str, Any] | None = None
+    usage: UsageInputs | None = None
 
 
 def _read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
@@ -75,17 +77,28 @@ def load_inputs(
     responses: Iterable[str | Path] = (),
     intervals: str | Path | None = None,
     stamp: str | Path | None = None,
+    models: Iterable[Mapping[str, Any]] = (),
 ) -> TableInputs:
+    """Everything the tables and the leaderboard read; `models` (the configured runs, with
+    their backend and prices) decide the usage and the mode check."""
     run_info: dict[str, Mapping[str, Any]] = {}
     for path in runs:
         run = read_json(path)
         if not isinstance(run, Mapping) or "model" not in run:
             raise DataError("run file has no model name", file=str(path), field="model")
         run_info[str(run["model"])] = run
-    counts = {
-        Path(p).stem: stage_counts(_read_parquet(p, ["task", "parse", "stage"])) for p in parsed
-    }
-    tokens = mean_output_tokens(_read_parquet(p, _RESPONSE_COLUMNS) for p in responses)
+    parsed_by_model = {Path(p).stem: _read_parquet(p, _PARSED_COLUMNS) for p in parsed}
+    counts = {model: stage_counts(frame) for model, frame in parsed_by_model.items()}
+    facts = read_response_facts(responses)
+    tokens = mean_output_tokens([facts])
+    outcomes = pd.concat(
+        [
+            sample_outcomes(group, parsed_by_model.get(str(model)))
+            for model, group in facts.groupby("model", sort=False)
+        ]
+        or [sample_outcomes(facts)]
+    )
+    models = list(models)
     return TableInputs(
         metrics=_read_parquet(metrics),
         runs=run_info,
@@ -93,4 +106,5 @@ def load_inputs(
         tokens=tokens,
         intervals=read_intervals(intervals) if intervals else None,
         stamp=read_stamp(stamp) if stamp else None,
+        usage=UsageInputs(facts, outcome_shares(outcomes), mode_flags(facts, models)),
     )

@@ -34,7 +34,9 @@ from dualcog.tables.model import (
     video_columns,
 )
 from dualcog.tables.render_env import html_environment
+from dualcog.tables.usage import build_usage
 from dualcog.tasks import SCORED_BY_TASK
+from dualcog.usage import usage_by_task, usage_totals
 
 PARSES = ("compatible", "strict")
 STRICT_NOTE = "Values are percentages (strict parse: only exact canonical JSON counts)."
@@ -78,7 +80,8 @@ def build_views(inputs: TableInputs, models: Sequence[Mapping]) -> list[View]:
                 variants.append(Variant(parse, table))
         if variants:
             views.append(View(key, title, variants))
-    audit = build_audit(metrics, models, inputs.runs, inputs.counts)
+    shares = inputs.usage.shares if inputs.usage is not None else None
+    audit = build_audit(metrics, models, inputs.runs, inputs.counts, shares)
     if not audit.frame.empty:
         views.append(
             View(
@@ -95,6 +98,7 @@ def build_views(inputs: TableInputs, models: Sequence[Mapping]) -> list[View]:
         models,
         overall_columns(),
         inputs.tokens,
+        _costs(inputs, models),
     )
     if not aggregate.frame.empty:
         views.append(
@@ -104,10 +108,39 @@ def build_views(inputs: TableInputs, models: Sequence[Mapping]) -> list[View]:
                 [Variant("", aggregate)],
                 "Aggregates are defined on the compatible parse only; the parse switch does "
                 "not apply. Mean output tokens: over ok responses whose server reported a "
-                "completion token count.",
+                "completion token count. Cost: US dollars at the model's prices (– without "
+                "prices, or for a built-in backend).",
             )
         )
+    if inputs.usage is not None:
+        usage = build_usage(
+            inputs.usage.facts,
+            models,
+            per_task=False,
+            shares=inputs.usage.shares,
+            mode_flags=inputs.usage.mode_flags,
+            name="usage",
+        )
+        if not usage.frame.empty:
+            views.append(
+                View(
+                    "usage",
+                    "Usage and outcomes",
+                    [Variant("", usage)],
+                    "Requests, tokens and dollars per model, and what became of each sample's "
+                    "request; the parse switch does not apply. Per-task figures: "
+                    "tables/usage.* .",
+                )
+            )
     return views
+
+
+def _costs(inputs: TableInputs, models: Sequence[Mapping]) -> dict[str, float] | None:
+    """USD per run from the responses (None when the inputs carry no usage)."""
+    if inputs.usage is None:
+        return None
+    totals = usage_totals(usage_by_task(inputs.usage.facts, models))
+    return totals["cost_usd"].dropna().to_dict()
 
 
 def _interval_lookup(intervals: pd.DataFrame | None) -> dict[tuple[str, str, str, str], dict]:
@@ -211,7 +244,9 @@ def _table_model(variant: Variant, context: PageContext, badges: Mapping[str, li
     }
 
 
-def _badges(models: Sequence[Mapping]) -> dict[str, list[str]]:
+def _badges(
+    models: Sequence[Mapping], mode_flags: Mapping[str, str] | None = None
+) -> dict[str, list[str]]:
     rows = model_rows(models)
     found = {}
     for model, row in rows.iterrows():
@@ -220,6 +255,8 @@ def _badges(models: Sequence[Mapping]) -> dict[str, list[str]]:
         # labelled here unless their display name says so.
         if row["backend"] == "replay" and "replay" not in row["label"].lower():
             marks.append("replayed")
+        if mode_flags and model in mode_flags:  # the thinking switch seems not to have worked
+            marks.append("mode?")
         found[str(model)] = marks
     return found
 
@@ -234,7 +271,7 @@ def render_leaderboard(
         coverage=_task_coverage(coverage_from_metrics(inputs.metrics)),
         intervals=_interval_lookup(inputs.intervals),
     )
-    badges = _badges(models)
+    badges = _badges(models, inputs.usage.mode_flags if inputs.usage is not None else None)
     groups = [g for g in GROUP_ORDER if g in set(rows["group"])]
     groups += sorted(set(rows["group"]) - set(groups))
     view_models = [

@@ -32,6 +32,7 @@ def marked_label(model: Mapping[str, Any], simulated_mark: str, thinking_mark: s
 
 
 TOKENS_HEADER = "Mean output tokens"
+COST_HEADER = "Cost (USD)"
 STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing")
 
 TASK_ABBREVIATIONS = {

@@ -9,7 +9,7 @@
   const chunks = {}; // model -> chunk number -> Promise of [html | null]
   const waiting = {}; // "model/chunk" -> resolve function
   const OUTCOMES = { both: 3, answer: 1, box: 2, neither: 0 };
-  const FILTERS = ["task", "difficulty", "outcome", "stage", "compare"];
+  const FILTERS = ["task", "difficulty", "outcome", "result", "stage", "compare"];
 
   window.dualcogChunk = function (model, number, cards) {
     const key = model + "/" + number;
@@ -67,6 +67,7 @@
     const slot = filter ? filter.slot : "ab";
     const difficulty = state.difficulty ? index.difficulties.indexOf(state.difficulty) : -2;
     const stage = state.stage ? index.stages.indexOf(state.stage) : -2;
+    const result = state.result ? index.results.indexOf(state.result) : -2;
     const outcome = state.outcome in OUTCOMES ? OUTCOMES[state.outcome] : -1;
     const positions = [];
     index.entries.forEach(function (entry, position) {
@@ -74,6 +75,7 @@
       if (taskSet && !taskSet.has(entry[0])) return;
       if (difficulty !== -2 && entry[1] !== difficulty) return;
       if (stage !== -2 && entry[2] !== stage) return;
+      if (result !== -2 && entry[5] !== result) return;
       if (outcome >= 0 && outcomeOf(entry, slot) !== outcome) return;
       positions.push(position);
     });

@@ -1,0 +1,129 @@
+"""The `usage` table (requests, tokens, dollars per model and task) and the outcome shares.
+
+Numbers come from `dualcog.usage`; a built-in backend's cells, counts nobody reported and
+costs without prices are missing and render as a dash, never as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from dualcog.tables.build import model_rows
+from dualcog.tables.model import COST_HEADER, Table
+from dualcog.usage import OUTCOME_TITLES, OUTCOMES, usage_by_task, usage_totals
+
+ALL_TASKS = "all"
+USAGE_HEADERS = {
+    "requests": "Requests",
+    "reported": "With usage",
+    "prompt_tokens": "Prompt tokens",
+    "completion_tokens": "Completion tokens",
+    "reasoning_tokens": "Reasoning tokens",
+    "cost_usd": COST_HEADER,
+}
+COUNT_FORMAT = ",.0f"
+COST_FORMAT = ",.4f"
+USAGE_NOTES = [
+    "Tokens as the servers reported them (replayed runs: as their records carry them); "
+    "reasoning tokens are part of the completion tokens and priced with them.",
+    "Cost: prompt and completion tokens at the model's `prices` (USD per million tokens). "
+    "– : not reported, no prices, or a built-in backend (which sends no request).",
+]
+
+
+def share_header(outcome: str) -> str:
+    return f"{OUTCOME_TITLES[outcome]} %"
+
+
+def _counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Token and request counts as nullable integers (CSV writes them whole), cost as float."""
+    out = frame.rename(columns=USAGE_HEADERS)
+    for column in USAGE_HEADERS.values():
+        if column != COST_HEADER:
+            out[column] = out[column].round().astype("Int64")
+    return out
+
+
+def add_outcome_shares(frame: pd.DataFrame, shares: pd.DataFrame | None) -> dict[str, str]:
+    """Add one `<class> %` column per outcome class (percent of the model's samples) to a
+    frame indexed by run name; returns their number formats."""
+    formats = {}
+    for outcome in OUTCOMES:
+        header = share_header(outcome)
+        values = shares[outcome] if shares is not None and outcome in shares else pd.Series()
+        frame[header] = [values.get(model, float("nan")) * 100 for model in frame.index]
+        formats[header] = ".1f"
+    return formats
+
+
+def build_usage(
+    facts: pd.DataFrame,
+    models: Sequence[Mapping],
+    *,
+    per_task: bool = True,
+    shares: pd.DataFrame | None = None,
+    mode_flags: Mapping[str, str] | None = None,
+    name: str = "usage",
+) -> Table:
+    """Rows per model (all its tasks) and, with `per_task`, per model and task.
+
+    Row keys: the run name for a model's total, `<run>/<task>` for one task. `shares`
+    (`usage.outcome_shares`) adds the outcome classes' percentages to the total rows;
+    `mode_flags` become notes.
+    """
+    rows = model_rows(models)
+    by_task = usage_by_task(facts, models)
+    totals = usage_totals(by_task).reindex(rows.index)
+    totals.insert(0, "Task", ALL_TASKS)
+    parts = [totals]
+    if per_task:
+        sent = by_task[by_task["requests"].notna()]  # a built-in's task rows say nothing
+        tasks = sent.assign(key=sent["model"] + "/" + sent["task"])
+        tasks = tasks.rename(columns={"task": "Task"}).set_index("key")
+        parts.append(tasks.drop(columns="model"))
+    frame = pd.concat(parts)
+    run = [key.split("/", 1)[0] for key in frame.index]
+    frame["order"] = [rows.index.get_loc(r) for r in run]
+    frame["is_task"] = frame["Task"] != ALL_TASKS
+    frame = frame.sort_values(["order", "is_task"], kind="stable")
+    run = [key.split("/", 1)[0] for key in frame.index]
+    frame.insert(0, "Model", rows.loc[run, "label"].to_numpy())
+    frame.insert(0, "Group", rows.loc[run, "group"].to_numpy())
+    frame = _counts(frame.drop(columns=["order", "is_task"]))
+    if not per_task:
+        frame = frame.drop(columns="Task")
+    formats = {header: COUNT_FORMAT for header in USAGE_HEADERS.values()}
+    formats[COST_HEADER] = COST_FORMAT
+    notes = list(USAGE_NOTES)
+    if shares is not None:
+        share_formats = add_outcome_shares(frame, shares)
+        for key in frame.index:
+            if "/" in key:  # shares are per model: left empty on the task rows
+                for header in share_formats:
+                    frame.loc[key, header] = float("nan")
+        formats.update(share_formats)
+        notes.append(OUTCOME_NOTE)
+    for model, why in (mode_flags or {}).items():
+        notes.append(f"Mode check, {rows.loc[model, 'label']}: {why}.")
+    text = [c for c in frame.columns if c not in ("Group", "Model")]
+    return Table(
+        name,
+        "Usage and cost per model and task" if per_task else "Usage, cost and outcomes per model",
+        frame,
+        [],
+        text_columns=["Group", "Model", *text],
+        highlight=False,
+        unit_note="Counts are requests and tokens; cost in US dollars.",
+        notes=notes,
+        number_formats=formats,
+    )
+
+
+OUTCOME_NOTE = (
+    "Outcome shares: percent of the model's samples, first match wins: request error (no "
+    "answer after retries, or none recorded), refused (content filter, refusal), truncated "
+    "(finish_reason length), empty (no text), unparsable (the compatible parse cannot read "
+    "every field), answered."
+)

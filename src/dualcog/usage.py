@@ -1,0 +1,312 @@
+"""What a run used and what became of each request: tokens, dollars, outcome classes, mode check.
+
+Everything is read from the response rows (schemas.RESPONSES) the workflow already writes:
+
+- usage per model and task: requests, prompt / completion / reasoning tokens as the server
+  reported them, and the cost in USD from the model's `prices` (USD per million tokens).
+  Reasoning tokens are part of `completion_tokens` in the OpenAI usage convention, so they are
+  shown but not priced a second time. Built-in backends (oracle, random, simulated) send no
+  request and report nothing: their cells are missing (rendered "–"), never 0;
+- one outcome class per sample (`OUTCOMES`), first match wins: request error, refused,
+  truncated, empty, unparsable, answered;
+- the mode check: a -Thinking run none of whose answers carries reasoning, or an -Instant run
+  some of whose answers do, is flagged (the provider's switch did not take effect).
+
+`run_usage_lines` gives the end-of-run summary's lines from the files under results/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dualcog.errors import DataError
+from dualcog.routes import split_mode
+
+BUILTIN_BACKENDS = frozenset({"oracle", "random", "simulated"})
+OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
+OUTCOME_TITLES = {
+    "answered": "Answered",
+    "truncated": "Truncated",
+    "refused": "Refused",
+    "empty": "Empty",
+    "unparsable": "Unparsable",
+    "request_error": "Request error",
+}
+# finish_reason values meaning the provider withheld the answer.
+REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
+# Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
+REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", re.IGNORECASE)
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+USAGE_COLUMNS = ("model", "task", "requests", "reported", *TOKEN_COLUMNS, "cost_usd")
+# What is read of a responses file: the texts only to tell empty answers and reasoning apart.
+_READ_COLUMNS = (
+    "sample_id", "task", "model", "backend", "status", "raw_text", "reasoning_text",
+    *TOKEN_COLUMNS, "finish_reason", "error_type", "error_message",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens: prompt (input) and completion (output) tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+def model_prices(model: Mapping[str, Any]) -> Prices | None:
+    """The `prices` of a model entry (set on the model or its route), None when not given."""
+    prices = model.get("prices")
+    if not prices:
+        return None
+    return Prices(float(prices["input"]), float(prices["output"]))
+
+
+def _blank(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """True where a text is null or only whitespace."""
+    trimmed = pc.utf8_trim_whitespace(values.cast(pa.string()))
+    return np.asarray(pc.fill_null(pc.equal(pc.utf8_length(trimmed), 0), True))
+
+
+def response_facts(table: pa.Table) -> pd.DataFrame:
+    """One row per response row, texts reduced to flags: `empty` (no answer text) and
+    `has_reasoning` (a reasoning text, or reasoning tokens above 0)."""
+    names = set(table.column_names)
+    columns = {}
+    for name in _READ_COLUMNS:
+        if name in ("raw_text", "reasoning_text"):
+            continue
+        columns[name] = (
+            table.column(name).to_pandas()
+            if name in names
+            else pd.Series([None] * len(table), dtype=object)
+        )
+    frame = pd.DataFrame(columns)
+    for name in TOKEN_COLUMNS:
+        frame[name] = pd.to_numeric(frame[name], errors="coerce").astype("Float64")
+    null_text = pa.nulls(len(table), pa.string())
+    raw = table.column("raw_text") if "raw_text" in names else null_text
+    reasoning = table.column("reasoning_text") if "reasoning_text" in names else null_text
+    frame["empty"] = _blank(raw)
+    frame["has_reasoning"] = ~_blank(reasoning) | (frame["reasoning_tokens"].fillna(0) > 0)
+    return frame
+
+
+def read_response_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """`response_facts` of several responses files, concatenated; DataError names a bad file."""
+    frames = []
+    for path in paths:
+        try:
+            schema = pq.read_schema(path)
+            wanted = [c for c in _READ_COLUMNS if c in schema.names]
+            table = pq.ParquetFile(path).read(columns=wanted)
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"cannot read responses: {exc}", file=str(path)) from exc
+        for required in ("sample_id", "task", "model", "status"):
+            if required not in table.column_names:
+                raise DataError("responses table lacks a column", file=str(path), field=required)
+        frames.append(response_facts(table))
+    if not frames:
+        return response_facts(pa.table({c: pa.array([], pa.string()) for c in _READ_COLUMNS}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Series:
+    """The outcome class (`OUTCOMES`) of each row of `facts`.
+
+    `parsed` (PARSED rows: sample_id, task, parse, stage, all_valid) decides `unparsable`: an
+    answer whose compatible parse is not fully valid. Without it no answer is unparsable.
+    """
+    status = facts["status"].astype(str)
+    finish = facts["finish_reason"].fillna("").astype(str).str.lower()
+    error_text = (
+        facts["error_type"].fillna("").astype(str)
+        + " "
+        + facts["error_message"].fillna("").astype(str)
+    )
+    is_error = status != "ok"
+    refused_error = is_error & (status == "error") & error_text.str.contains(REFUSAL_ERROR)
+    unparsable = np.zeros(len(facts), dtype=bool)
+    if parsed is not None and len(parsed):
+        compatible = parsed[parsed["parse"] == "compatible"]
+        answered = compatible["stage"] != "missing"
+        valid = compatible["all_valid"].fillna(False).astype(bool)
+        invalid = compatible.loc[answered & ~valid, ["sample_id", "task"]]
+        keys = set(zip(invalid["sample_id"], invalid["task"], strict=True))
+        unparsable = np.fromiter(
+            ((s, t) in keys for s, t in zip(facts["sample_id"], facts["task"], strict=True)),
+            dtype=bool,
+            count=len(facts),
+        )
+    conditions = [
+        refused_error.to_numpy(),
+        is_error.to_numpy(),
+        finish.isin(REFUSAL_FINISH).to_numpy(),
+        (finish == "length").to_numpy(),
+        facts["empty"].to_numpy(dtype=bool),
+        unparsable,
+    ]
+    choices = ["refused", "request_error", "refused", "truncated", "empty", "unparsable"]
+    return pd.Series(np.select(conditions, choices, "answered"), index=facts.index, name="outcome")
+
+
+def sample_outcomes(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """model, task, sample_id, outcome: one row per sample (its last response row)."""
+    frame = facts[["model", "task", "sample_id"]].assign(outcome=classify(facts, parsed))
+    return frame.drop_duplicates(["model", "task", "sample_id"], keep="last").reset_index(drop=True)
+
+
+def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the share of its samples in each class (columns `OUTCOMES`) and `samples`."""
+    counts = pd.crosstab(outcomes["model"], outcomes["outcome"])
+    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0)
+    total = counts.sum(axis=1)
+    shares = counts.div(total.where(total > 0), axis=0)
+    shares["samples"] = total
+    return shares
+
+
+def _sum_reported(values: pd.Series) -> float:
+    present = values.dropna()
+    return float(present.sum()) if len(present) else np.nan
+
+
+def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per (model, task) of `models` with rows in `facts`: `USAGE_COLUMNS`.
+
+    `requests`: rows that were a request (status ok or error; not `missing`); `reported`:
+    those whose server reported usage; token sums over the reported ones; `cost_usd` from the
+    model's prices. A built-in backend's row, a count nobody reported and a cost without
+    prices are NaN, never 0.
+    """
+    rows = []
+    by_name = {str(m["name"]): m for m in models}
+    for (model, task), group in facts.groupby(["model", "task"], sort=False):
+        config = by_name.get(str(model))
+        if config is None:
+            continue
+        row: dict[str, Any] = {"model": str(model), "task": str(task)}
+        if config.get("backend") in BUILTIN_BACKENDS:
+            rows.append(row)
+            continue
+        sent = group[group["status"].isin(["ok", "error"])]
+        row["requests"] = len(sent)
+        reported = sent[sent["prompt_tokens"].notna() | sent["completion_tokens"].notna()]
+        row["reported"] = len(reported)
+        for name in TOKEN_COLUMNS:
+            row[name] = _sum_reported(sent[name])
+        prices = model_prices(config)
+        if prices is not None and len(reported):
+            row["cost_usd"] = prices.cost(
+                np.nan_to_num(row["prompt_tokens"]), np.nan_to_num(row["completion_tokens"])
+            )
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(USAGE_COLUMNS))
+    return frame.astype({c: "float64" for c in USAGE_COLUMNS[2:]})
+
+
+def usage_totals(by_task: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the sums of `usage_by_task` over its tasks (NaN stays NaN when all are)."""
+    numbers = list(USAGE_COLUMNS[2:])
+    return by_task.groupby("model", sort=False)[numbers].sum(min_count=1)
+
+
+def has_mode(name: str) -> str | None:
+    """`Thinking`, `Instant` or `Reasoning` from a run name's suffix (None without one)."""
+    return split_mode(name)[1]
+
+
+def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Run name -> why its mode looks switched off (or on) against its name; only flagged runs.
+
+    Checked over the ok answers of runs that send requests (not built-ins): a -Thinking run
+    none of whose answers has reasoning, an -Instant run some of whose answers have.
+    """
+    flags = {}
+    ok = facts[facts["status"] == "ok"]
+    for model in models:
+        name = str(model["name"])
+        mode = has_mode(name)
+        if model.get("backend") in BUILTIN_BACKENDS or mode not in ("Thinking", "Instant"):
+            continue
+        answers = ok[ok["model"] == name]
+        if answers.empty:
+            continue
+        with_reasoning = int(answers["has_reasoning"].sum())
+        if mode == "Thinking" and with_reasoning == 0:
+            flags[name] = (
+                f"-Thinking run without reasoning: none of its {len(answers)} answers has a "
+                "reasoning text or reasoning tokens (did the thinking switch take effect?)"
+            )
+        elif mode == "Instant" and with_reasoning:
+            flags[name] = (
+                f"-Instant run with reasoning: {with_reasoning} of its {len(answers)} answers "
+                "carry a reasoning text or reasoning tokens (did the switch take effect?)"
+            )
+    return flags
+
+
+def _count(value: float) -> str:
+    return "–" if pd.isna(value) else f"{int(value):,}"
+
+
+def _dollars(value: float) -> str:
+    return "–" if pd.isna(value) else f"${value:,.4f}"
+
+
+def usage_lines(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Per-model usage and the total, plus mode-check flags, as short summary lines."""
+    models = list(models)
+    totals = usage_totals(usage_by_task(facts, models))
+    sending = totals.dropna(subset=["requests"])
+    lines = []
+    for model, row in sending.iterrows():
+        lines.append(
+            f"  {model}: {_count(row['requests'])} requests, {_count(row['prompt_tokens'])} "
+            f"prompt + {_count(row['completion_tokens'])} completion tokens "
+            f"({_count(row['reasoning_tokens'])} reasoning), {_dollars(row['cost_usd'])}"
+        )
+    if not lines:
+        return []
+    sums = sending.sum(min_count=1)
+    lines.insert(0, "usage (tokens as the servers reported them; – where none was reported):")
+    lines.append(
+        f"  total: {_count(sums['requests'])} requests, {_count(sums['prompt_tokens'])} prompt"
+        f" + {_count(sums['completion_tokens'])} completion tokens, {_dollars(sums['cost_usd'])}"
+        " (models without prices not counted)"
+    )
+    for model, why in mode_flags(facts, models).items():
+        lines.append(f"  mode check {model}: {why}")
+    return lines
+
+
+def run_usage_lines(config: Mapping[str, Any], results: str | Path = "results") -> list[str]:
+    """The end-of-run summary's usage lines: every responses file of the config's models that
+    exists under `results/responses/` (a partly finished run reports what it has)."""
+    from dualcog.config import model_tasks
+
+    paths = [
+        path
+        for model in config.get("models", [])
+        for task in model_tasks(config, model)
+        if (path := Path(results) / "responses" / str(model["name"]) / f"{task}.parquet").is_file()
+    ]
+    if not paths:
+        return []
+    try:
+        facts = read_response_facts(paths)
+    except DataError as error:
+        return [f"usage: not summed ({error})"]
+    return usage_lines(facts, config.get("models", []))

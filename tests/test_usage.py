@@ -1,0 +1,221 @@
+"""Usage, cost, outcome classes, the mode check and the estimate, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dualcog.estimate import estimate, estimate_lines
+from dualcog.inference.cache import ResponseCache, cache_key, cache_path, model_fingerprint
+from dualcog.schemas import RESPONSES, write_table
+from dualcog.tables import to_csv, to_markdown
+from dualcog.tables.usage import build_usage
+from dualcog.usage import (
+    classify,
+    mode_flags,
+    outcome_shares,
+    read_response_facts,
+    response_facts,
+    run_usage_lines,
+    sample_outcomes,
+    usage_by_task,
+    usage_totals,
+)
+
+PRICED = {"name": "api-Instant", "backend": "openai", "prices": {"input": 2.0, "output": 8.0}}
+UNPRICED = {"name": "free-Instant", "backend": "replay"}
+ORACLE = {"name": "oracle", "backend": "oracle"}
+
+
+def rows(model: str, *specs: dict) -> list[dict]:
+    out = []
+    for number, spec in enumerate(specs):
+        row = {"sample_id": f"s{number}", "task": "landmark_position", "model": model,
+               "status": "ok", "raw_text": '{"answer_option_id": "A"}'}  # fmt: skip
+        out.append({**row, **spec})
+    return out
+
+
+def facts_of(records: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(records)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return response_facts(table)
+
+
+def test_tokens_and_cost_are_summed_over_reported_rows() -> None:
+    facts = facts_of(
+        rows(
+            "api-Instant",
+            {"prompt_tokens": 1000, "completion_tokens": 250, "reasoning_tokens": 50},
+            {"prompt_tokens": 3000, "completion_tokens": 750},
+            {},  # an ok answer whose server reported no usage
+            {"status": "error", "raw_text": None, "error_type": "http_500"},
+            {"status": "missing", "raw_text": None},  # never sent: not a request
+        )
+        + rows("free-Instant", {"prompt_tokens": 10, "completion_tokens": 5})
+        + rows("oracle", {})
+    )
+    usage = usage_by_task(facts, [PRICED, UNPRICED, ORACLE]).set_index("model")
+    api = usage.loc["api-Instant"]
+    assert (api["requests"], api["reported"]) == (4, 2)
+    assert (api["prompt_tokens"], api["completion_tokens"], api["reasoning_tokens"]) == (
+        4000,
+        1000,
+        50,
+    )
+    # (4000 x $2 + 1000 x $8) per million tokens
+    assert api["cost_usd"] == pytest.approx(0.016)
+    free = usage.loc["free-Instant"]
+    assert free["prompt_tokens"] == 10 and math.isnan(free["cost_usd"])  # no prices
+    assert math.isnan(free["reasoning_tokens"])  # nobody reported any: not 0
+    assert usage.loc["oracle", ["requests", "prompt_tokens", "cost_usd"]].isna().all()
+    totals = usage_totals(usage.reset_index())
+    assert totals.loc["api-Instant", "cost_usd"] == pytest.approx(0.016)
+
+
+def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
+    facts = facts_of(
+        rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}) + rows("oracle", {})
+    )
+    table = build_usage(facts, [PRICED, ORACLE])
+    markdown = to_markdown(table)
+    oracle_line = next(line for line in markdown.splitlines() if line.startswith("| oracle |"))
+    assert oracle_line.count("–") == 6 and " 0 " not in oracle_line
+    assert "| api-Instant | all | 1 | 1 | 1,000 | 250 | – | 0.0040 |" in markdown
+    assert "| api-Instant | landmark_position | 1 |" in markdown
+    assert not any(line.startswith("| oracle | landmark") for line in markdown.splitlines())
+    csv = to_csv(table).splitlines()
+    assert csv[1].startswith("api-Instant,") and ",1000,250,,0.004" in csv[1]
+    assert any(line.startswith("oracle,baseline,oracle,all,,,,,,") for line in csv)
+    flagged = build_usage(facts, [PRICED, ORACLE], mode_flags={"api-Instant": "no reasoning"})
+    assert "Mode check, api-Instant: no reasoning." in to_markdown(flagged)
+
+
+def test_outcome_classes_first_match_wins() -> None:
+    facts = facts_of(
+        rows(
+            "api-Instant",
+            {},  # s0 answered
+            {"finish_reason": "length"},  # s1 truncated
+            {"finish_reason": "content_filter", "raw_text": ""},  # s2 refused
+            {"status": "error", "raw_text": None, "error_type": "http_400",
+             "error_message": "The response was filtered (content_filter)"},  # s3 refused
+            {"status": "error", "raw_text": None, "error_type": "timeout"},  # s4 request error
+            {"status": "missing", "raw_text": None},  # s5 request error (none recorded)
+            {"raw_text": "  \n"},  # s6 empty
+            {"raw_text": "I think it is A."},  # s7 unparsable (per the parsed table)
+            {"raw_text": "", "finish_reason": "length"},  # s8 truncated before empty
+        )
+    )  # fmt: skip
+    parsed = pd.DataFrame(
+        {
+            "sample_id": ["s0", "s7", "s7", "s5"],
+            "task": ["landmark_position"] * 4,
+            "parse": ["compatible", "compatible", "strict", "compatible"],
+            "stage": ["strict", "invalid", "invalid", "missing"],
+            "all_valid": [True, False, False, False],
+        }
+    )
+    got = list(classify(facts, parsed))
+    assert got == [
+        "answered", "truncated", "refused", "refused", "request_error", "request_error",
+        "empty", "unparsable", "truncated",
+    ]  # fmt: skip
+    # Without the parsed table nothing is unparsable.
+    assert classify(facts).iloc[7] == "answered"
+    shares = outcome_shares(sample_outcomes(facts, parsed)).loc["api-Instant"]
+    assert shares["samples"] == 9
+    assert shares["truncated"] == pytest.approx(2 / 9)
+    assert shares["request_error"] == pytest.approx(2 / 9)
+    assert shares["answered"] == pytest.approx(1 / 9)
+
+
+def test_mode_check_flags_a_switch_that_did_not_take() -> None:
+    models = [
+        {"name": "a-Thinking", "backend": "openai"},
+        {"name": "b-Thinking", "backend": "openai"},
+        {"name": "c-Instant", "backend": "openai"},
+        {"name": "d-Instant", "backend": "openai"},
+        {"name": "sim-Thinking", "backend": "simulated"},
+    ]
+    facts = facts_of(
+        rows("a-Thinking", {"reasoning_text": None}, {"reasoning_text": "  "})
+        + rows("b-Thinking", {"reasoning_tokens": 12}, {})
+        + rows("c-Instant", {}, {"reasoning_text": "Let me look at the image."})
+        + rows("d-Instant", {"reasoning_tokens": 0})
+        + rows("sim-Thinking", {})
+    )
+    flags = mode_flags(facts, models)
+    assert set(flags) == {"a-Thinking", "c-Instant"}
+    assert "none of its 2 answers" in flags["a-Thinking"]
+    assert "1 of its 2 answers" in flags["c-Instant"]
+
+
+def write_responses(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_table(pd.DataFrame(records), RESPONSES, path)
+
+
+def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
+    config = {"tasks": ["landmark_position"], "models": [PRICED, ORACLE]}
+    assert run_usage_lines(config, tmp_path) == []
+    write_responses(
+        tmp_path / "responses" / "api-Instant" / "landmark_position.parquet",
+        rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}),
+    )
+    write_responses(tmp_path / "responses" / "oracle" / "landmark_position.parquet",
+                    rows("oracle", {}))  # fmt: skip
+    lines = run_usage_lines(config, tmp_path)
+    assert lines[1] == (
+        "  api-Instant: 1 requests, 1,000 prompt + 250 completion tokens (– reasoning), $0.0040"
+    )
+    assert not any("oracle" in line for line in lines)  # a built-in sends nothing
+    assert lines[-1].startswith("  total: 1 requests") and "$0.0040" in lines[-1]
+    facts = read_response_facts(sorted((tmp_path / "responses").rglob("*.parquet")))
+    assert len(facts) == 2
+
+
+def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:
+    model = {"name": "api-Instant", "backend": "openai", "temperature": 0.0,
+             "prices": {"input": 1.0, "output": 4.0}}  # fmt: skip
+    configured = {"name": "new-Instant", "backend": "openai", "estimated_tokens_per_request": 1000,
+                  "prices": {"input": 1.0, "output": 4.0}}  # fmt: skip
+    prompts = pd.DataFrame({"sample_id": [f"s{i}" for i in range(5)],
+                            "request_key": [f"k{i}" for i in range(5)]})  # fmt: skip
+    with ResponseCache(cache_path(tmp_path, "api-Instant", "landmark_position")) as cache:
+        fingerprint = model_fingerprint(model)
+        for i, (p, c) in enumerate([(100, 20), (300, 40)]):
+            cache.append(cache_key(f"k{i}", fingerprint), f"s{i}",
+                         {"status": "ok", "raw_text": "{}", "prompt_tokens": p,
+                          "completion_tokens": c})  # fmt: skip
+        # An error entry and an entry of another sample are not answers for these prompts.
+        cache.append(cache_key("k2", fingerprint), "s2", {"status": "error"})
+        cache.append(cache_key("k3", fingerprint), "other", {"status": "ok", "raw_text": "{}"})
+    plan = {
+        "api-Instant": {"landmark_position": prompts, "future_observation": prompts.head(2)},
+        "new-Instant": {"landmark_position": prompts.head(4)},
+        "oracle": {"landmark_position": prompts},
+    }
+    frame = estimate([model, configured, ORACLE], plan, tmp_path).set_index(["model", "task"])
+    lp = frame.loc[("api-Instant", "landmark_position")]
+    assert (lp["requests"], lp["cached"], lp["to_send"]) == (5, 2, 3)
+    # mean 200 prompt + 30 completion tokens per request, 3 requests
+    assert lp["tokens"] == pytest.approx(690)
+    assert lp["cost_usd_low"] == lp["cost_usd_high"] == pytest.approx((600 * 1 + 90 * 4) / 1e6)
+    fo = frame.loc[("api-Instant", "future_observation")]
+    assert fo["to_send"] == 2 and "other tasks" in fo["source"]
+    assert fo["tokens"] == pytest.approx(460)
+    new = frame.loc[("new-Instant", "landmark_position")]
+    assert new["source"] == "estimated_tokens_per_request" and new["tokens"] == 4000
+    assert (new["cost_usd_low"], new["cost_usd_high"]) == pytest.approx((0.004, 0.016))
+    assert frame.loc[("oracle", "landmark_position"), "to_send"] == 0
+    # Nothing is created for a model with no cache yet.
+    assert not cache_path(tmp_path, "new-Instant", "landmark_position").exists()
+    lines = estimate_lines(frame.reset_index())
+    assert lines[1].startswith("  api-Instant: 5 of 7 requests to send (2 cached), ~1,150 tokens")
+    assert "new-Instant: 4 of 4 requests to send (0 cached), ~4,000 tokens, $0.00–0.02" in lines[2]
+    assert lines[-1].startswith("  total: 9 requests to send")
