@@ -1,0 +1,278 @@
+"""Stage 3's balanced spans of every opener at once, in array operations (linear in the text).
+
+A scan from an opener reads the text from there as JSON strings (backslash escapes; an
+unterminated string runs to the end of the text) and, outside them, the brackets of one kind;
+the opener's span ends at the closer that brings the scan's depth back to zero. Doing that
+scan per opener is a Python-level step per bracket and quadratic on nested openers; here every
+opener's span comes from a few numpy passes, with the same result.
+
+Only quotes decide what is inside a string. A quote with an odd run of backslashes before it
+is *escaped*: inside a string it does not close it, outside it opens one (the backslashes are
+plain text there), so after it every scan is inside a string. Any other quote toggles. So a
+scan from any opener reads either like the scan from the text's start (G, when G is outside a
+string there), or, when G is inside one, exactly the other way round until the next escaped
+quote, and like G after it (A). Matching brackets within one reading is a matter of levels:
+an opener and its closer have the same level (depth after an opener, before a closer), and at
+one level openers and closers alternate, so after a stable sort by level each opener's closer
+is the next token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_JSON_WHITESPACE = tuple(map(ord, " \t\n\r"))
+# After `{` and whitespace: `}`, or a key string, whitespace, `:`, whitespace and this.
+_VALUE_START = np.array(sorted(map(ord, '-0123456789"[{tfn')), dtype=np.uint32)
+# After `[` and whitespace: `]` or the first character of a value.
+_ARRAY_NEXT = np.array(sorted(map(ord, ']-0123456789"[{tfn')), dtype=np.uint32)
+
+
+def code_points(text: str) -> np.ndarray:
+    """The text's characters as integers, one per `str` index."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    # surrogatepass: a lone surrogate (kept losslessly from replayed records) is one unit too.
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _stable_order_by(levels: np.ndarray) -> np.ndarray:
+    """Indices that sort `levels` stably, by two 16-bit radix passes (linear time)."""
+    shifted = (levels - levels.min()).astype(np.uint32) if len(levels) else levels
+    if len(levels) == 0 or int(shifted.max()) < 1 << 16:
+        return np.argsort(shifted.astype(np.uint16), kind="stable")
+    low = np.argsort((shifted & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((shifted[low] >> 16).astype(np.uint16), kind="stable")
+    return low[high]
+
+
+@dataclass(slots=True)
+class _Reading:
+    """The bracket tokens of one reading, with levels, sorted by (level, position)."""
+
+    positions: np.ndarray  # token positions in text order
+    depth_after: np.ndarray  # running depth after each token (text order)
+    end: np.ndarray  # per token in text order: one past its closer, or -1 (closers: -1)
+    sorted_levels: np.ndarray
+    sorted_positions: np.ndarray
+    keys: np.ndarray  # (level - min level) * stride + position, ascending
+    min_level: int
+    stride: int
+
+    def first_at_level(self, levels: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Position of the first token at `levels[i]` past `after[i]`, or -1."""
+        if len(self.keys) == 0:
+            return np.full(len(levels), -1, dtype=np.int64)
+        offset = levels - self.min_level
+        query = np.maximum(offset, 0) * self.stride + after + 1
+        index = np.searchsorted(self.keys, query)
+        inside = np.minimum(index, len(self.keys) - 1)
+        found = (index < len(self.keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
+        return np.where(found, self.sorted_positions[inside], -1)
+
+
+def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
+    steps = np.where(opens, 1, -1).astype(np.int64)
+    depth_after = np.cumsum(steps)
+    levels = np.where(opens, depth_after, depth_after + 1)
+    order = _stable_order_by(levels)
+    sorted_levels = levels[order]
+    sorted_positions = positions[order].astype(np.int64)
+    sorted_end = np.full(len(order), -1, dtype=np.int64)
+    if len(order) > 1:
+        closes = opens[order][:-1] & (sorted_levels[1:] == sorted_levels[:-1])
+        sorted_end[:-1][closes] = sorted_positions[1:][closes] + 1
+    end = np.empty_like(sorted_end)
+    end[order] = sorted_end
+    min_level = int(sorted_levels[0]) if len(order) else 0
+    keys = (sorted_levels - min_level) * stride + sorted_positions
+    return _Reading(
+        positions,
+        depth_after,
+        end,
+        sorted_levels,
+        sorted_positions,
+        keys,
+        min_level,
+        stride,
+    )
+
+
+def _escaped_quotes(codes: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+    """Whether each quote has an odd run of backslashes right before it."""
+    backslashes = np.flatnonzero(codes == _BACKSLASH)
+    if len(backslashes) == 0 or len(quotes) == 0:
+        return np.zeros(len(quotes), dtype=bool)
+    new_run = np.ones(len(backslashes), dtype=bool)
+    new_run[1:] = backslashes[1:] != backslashes[:-1] + 1
+    run_start = backslashes[
+        np.maximum.accumulate(np.where(new_run, np.arange(len(backslashes)), 0))
+    ]
+    before = quotes - 1
+    index = np.minimum(np.searchsorted(backslashes, before), len(backslashes) - 1)
+    hit = backslashes[index] == before
+    return hit & ((before - run_start[index]) % 2 == 0)
+
+
+def _inside_after_quotes(escaped: np.ndarray) -> np.ndarray:
+    """Whether the scan from the text's start is inside a string just after each quote."""
+    toggles = np.cumsum(~escaped)
+    indices = np.arange(len(escaped))
+    last_escaped = np.maximum.accumulate(np.where(escaped, indices, -1))
+    since = toggles - np.where(last_escaped >= 0, toggles[np.maximum(last_escaped, 0)], 0)
+    return np.where(last_escaped >= 0, since % 2 == 0, since % 2 == 1)
+
+
+def _next_in(sorted_positions: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The first of `sorted_positions` past `after[i]`, or -1."""
+    if len(sorted_positions) == 0:
+        return np.full(len(after), -1, dtype=np.int64)
+    index = np.searchsorted(sorted_positions, after + 1)
+    found = index < len(sorted_positions)
+    return np.where(found, sorted_positions[np.minimum(index, len(sorted_positions) - 1)], -1)
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """Openers that can begin a value, with a closed span at most `max_height` levels deep.
+
+    Text order. `reading` is 0 for openers read like the scan from the text's start, r + 1 for
+    those read the other way round up to the r-th escaped quote: a later opener of the same
+    reading lies outside strings for the scan of an earlier one.
+    """
+
+    starts: list[int]
+    ends: list[int]
+    readings: list[int]
+
+
+def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Spans:
+    codes = code_points(text)
+    size = len(codes)
+    stride = size + 2
+    opener_code, closer_code = ord(opener), ord(closer)
+
+    quotes = np.flatnonzero(codes == _QUOTE)
+    escaped = _escaped_quotes(codes, quotes)
+    inside = _inside_after_quotes(escaped)
+    escaped_at = quotes[escaped]
+
+    is_opener = codes == opener_code
+    positions = np.flatnonzero(is_opener | (codes == closer_code))
+    opens = is_opener[positions]
+    last_quote = np.searchsorted(quotes, positions) - 1
+    in_string = np.zeros(len(positions), dtype=bool)
+    if len(quotes):
+        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
+
+    starts = _value_starts(codes, positions[opens], opener_code, quotes[~escaped])
+    if len(starts) == 0:
+        return Spans([], [], [])
+
+    main = _reading(positions[~in_string], opens[~in_string], stride)
+    start_ends = np.full(len(starts), -1, dtype=np.int64)
+    deep = np.zeros(len(starts), dtype=bool)
+    readings = np.zeros(len(starts), dtype=np.int64)
+
+    # Openers outside the main reading's strings.
+    start_in_main = _lookup(main.positions, starts)
+    picked = start_in_main >= 0
+    tokens = start_in_main[picked]
+    ends = main.end[tokens]
+    start_ends[picked] = ends
+    deep[picked] = _reaches(main, main.depth_after[tokens] + max_height, starts[picked], ends)
+
+    if in_string.any():
+        other = _reading(positions[in_string], opens[in_string], stride)
+        start_in_other = _lookup(other.positions, starts)
+        picked = np.flatnonzero(start_in_other >= 0)
+        tokens = start_in_other[picked]
+        at = starts[picked]
+        region = np.searchsorted(escaped_at, at)
+        region_end = _next_in(escaped_at, at)
+        region_end[region_end < 0] = size
+        level = other.depth_after[tokens]
+        ends = other.end[tokens]
+        ends = np.where((ends != -1) & (ends - 1 < region_end), ends, -1)
+        # How deep the scan reaches before the escaped quote: levels above the opener's.
+        too_deep = _reaches(
+            other, level + max_height, at, np.minimum(np.where(ends == -1, size, ends), region_end)
+        )
+        # Unclosed at the escaped quote: the scan goes on like the main reading.
+        carry = (ends == -1) & (region_end < size)
+        if carry.any():
+            end_of_region = region_end[carry]
+            last_other = np.searchsorted(other.positions, end_of_region) - 1
+            still_open = other.depth_after[last_other] - (level[carry] - 1)
+            last_main = np.searchsorted(main.positions, end_of_region) - 1
+            main_depth = (
+                np.where(last_main >= 0, main.depth_after[np.maximum(last_main, 0)], 0)
+                if len(main.positions)
+                else np.zeros(len(end_of_region), dtype=np.int64)
+            )
+            closer_at = main.first_at_level(main_depth - still_open + 1, end_of_region)
+            carried_ends = np.where(closer_at >= 0, closer_at + 1, -1)
+            ends[carry] = carried_ends
+            deeper = (still_open <= max_height) & _reaches(
+                main, main_depth + max_height + 1 - still_open, end_of_region, carried_ends
+            )
+            too_deep[carry] |= deeper
+        start_ends[picked] = ends
+        deep[picked] = too_deep
+        readings[picked] = region + 1
+
+    keep = (start_ends != -1) & ~deep
+    return Spans(starts[keep].tolist(), start_ends[keep].tolist(), readings[keep].tolist())
+
+
+def _lookup(sorted_positions: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Index of each wanted position in `sorted_positions`, or -1 where it is absent."""
+    if len(sorted_positions) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    index = np.minimum(np.searchsorted(sorted_positions, wanted), len(sorted_positions) - 1)
+    return np.where(sorted_positions[index] == wanted, index, -1)
+
+
+def _reaches(
+    reading: _Reading, levels: np.ndarray, after: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """Whether a token at `levels[i]` lies between `after[i]` and `before[i]` (exclusive).
+
+    Depth changes one step at a time, so a scan that goes as deep as a level meets a token
+    at exactly that level.
+    """
+    first = reading.first_at_level(levels, after)
+    return (first >= 0) & ((before == -1) | (first < before))
+
+
+def _value_starts(
+    codes: np.ndarray,
+    openers: np.ndarray,
+    opener_code: int,
+    closing_quotes: np.ndarray,
+) -> np.ndarray:
+    """The openers that can begin a JSON object or array (jsontext's start patterns)."""
+    whitespace = np.zeros(len(codes), dtype=bool)
+    for code in _JSON_WHITESPACE:
+        whitespace |= codes == code
+    non_whitespace = np.flatnonzero(~whitespace)
+    after = _next_in(non_whitespace, openers)
+    following = np.where(after >= 0, codes[np.maximum(after, 0)], 0).astype(np.uint32)
+    if opener_code == ord("["):
+        return openers[(after >= 0) & np.isin(following, _ARRAY_NEXT)]
+    empty = (after >= 0) & (following == ord("}"))
+    # A key string: from its quote to the next quote that is not escaped.
+    keyed = np.flatnonzero((after >= 0) & (following == _QUOTE))
+    if len(keyed):
+        key_end = _next_in(closing_quotes, after[keyed])
+        has_close = key_end >= 0
+        colon = _next_in(non_whitespace, np.where(has_close, key_end, len(codes)))
+        colon_ok = has_close & (colon >= 0) & (codes[np.maximum(colon, 0)] == ord(":"))
+        value = _next_in(non_whitespace, np.where(colon_ok, colon, len(codes)))
+        value_code = codes[np.maximum(value, 0)].astype(np.uint32)
+        value_ok = colon_ok & (value >= 0) & np.isin(value_code, _VALUE_START)
+        empty[keyed[value_ok]] = True
+    return openers[empty]
