@@ -55,7 +55,7 @@ class _Reading:
 
     positions: np.ndarray  # token positions in text order
     depth_after: np.ndarray  # running depth after each token (text order)
-    end: np.ndarray  # per token in text order: one past its closer, or -1 (closers: -1)
+    closer: np.ndarray  # per token: index of the opener's closer, or -1 (closers: -1)
     sorted_levels: np.ndarray
     sorted_positions: np.ndarray
     keys: np.ndarray  # (level - min level) * stride + position, ascending
@@ -73,26 +73,30 @@ class _Reading:
         found = (index < len(self.keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
         return np.where(found, self.sorted_positions[inside], -1)
 
+    def ends(self, tokens: np.ndarray) -> np.ndarray:
+        """One past the closer of each opener token, or -1."""
+        closer = self.closer[tokens]
+        return np.where(closer >= 0, self.positions[np.maximum(closer, 0)] + 1, -1)
+
 
 def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
-    steps = np.where(opens, 1, -1).astype(np.int64)
-    depth_after = np.cumsum(steps)
+    depth_after = np.cumsum(np.where(opens, 1, -1))
     levels = np.where(opens, depth_after, depth_after + 1)
     order = _stable_order_by(levels)
     sorted_levels = levels[order]
-    sorted_positions = positions[order].astype(np.int64)
-    sorted_end = np.full(len(order), -1, dtype=np.int64)
+    sorted_closer = np.full(len(order), -1, dtype=np.int64)
     if len(order) > 1:
         closes = opens[order][:-1] & (sorted_levels[1:] == sorted_levels[:-1])
-        sorted_end[:-1][closes] = sorted_positions[1:][closes] + 1
-    end = np.empty_like(sorted_end)
-    end[order] = sorted_end
+        sorted_closer[:-1][closes] = order[1:][closes]
+    closer = np.empty_like(sorted_closer)
+    closer[order] = sorted_closer
+    sorted_positions = positions[order].astype(np.int64)
     min_level = int(sorted_levels[0]) if len(order) else 0
     keys = (sorted_levels - min_level) * stride + sorted_positions
     return _Reading(
-        positions,
+        positions.astype(np.int64),
         depth_after,
-        end,
+        closer,
         sorted_levels,
         sorted_positions,
         keys,
@@ -139,14 +143,14 @@ def _next_in(sorted_positions: np.ndarray, after: np.ndarray) -> np.ndarray:
 class Spans:
     """Openers that can begin a value, with a closed span at most `max_height` levels deep.
 
-    Text order. `reading` is 0 for openers read like the scan from the text's start, r + 1 for
-    those read the other way round up to the r-th escaped quote: a later opener of the same
-    reading lies outside strings for the scan of an earlier one.
+    Text order. `readings` is 0 for openers read like the scan from the text's start, r + 1
+    for those read the other way round up to the r-th escaped quote: a later opener of the
+    same reading lies outside strings for the scan of an earlier one.
     """
 
-    starts: list[int]
-    ends: list[int]
-    readings: list[int]
+    starts: np.ndarray
+    ends: np.ndarray
+    readings: np.ndarray
 
 
 def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Spans:
@@ -154,86 +158,78 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     size = len(codes)
     stride = size + 2
     opener_code, closer_code = ord(opener), ord(closer)
+    # A span this many tokens long or shorter cannot be more than max_height levels deep.
+    deep_tokens = 2 * (max_height + 1)
 
     quotes = np.flatnonzero(codes == _QUOTE)
     escaped = _escaped_quotes(codes, quotes)
-    inside = _inside_after_quotes(escaped)
     escaped_at = quotes[escaped]
 
     is_opener = codes == opener_code
     positions = np.flatnonzero(is_opener | (codes == closer_code))
     opens = is_opener[positions]
-    last_quote = np.searchsorted(quotes, positions) - 1
     in_string = np.zeros(len(positions), dtype=bool)
     if len(quotes):
+        last_quote = np.searchsorted(quotes, positions) - 1
+        inside = _inside_after_quotes(escaped)
         in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
+    is_start = np.zeros(len(positions), dtype=bool)
+    opener_tokens = np.flatnonzero(opens)
+    is_start[opener_tokens] = _value_starts(
+        codes, positions[opener_tokens], opener_code, quotes[~escaped]
+    )
 
-    starts = _value_starts(codes, positions[opens], opener_code, quotes[~escaped])
-    if len(starts) == 0:
-        return Spans([], [], [])
-
-    main = _reading(positions[~in_string], opens[~in_string], stride)
-    start_ends = np.full(len(starts), -1, dtype=np.int64)
-    deep = np.zeros(len(starts), dtype=bool)
+    in_main = ~in_string
+    main = _reading(positions[in_main], opens[in_main], stride)
+    tokens = np.flatnonzero(is_start[in_main])
+    closers = main.closer[tokens]
+    tokens, closers = tokens[closers >= 0], closers[closers >= 0]
+    starts = main.positions[tokens]
+    ends = main.positions[closers] + 1
+    long = np.flatnonzero(closers - tokens + 1 >= deep_tokens)
+    deep = np.zeros(len(tokens), dtype=bool)
+    deep[long] = _reaches(
+        main, main.depth_after[tokens[long]] + max_height, starts[long], ends[long]
+    )
+    starts, ends = starts[~deep], ends[~deep]
     readings = np.zeros(len(starts), dtype=np.int64)
 
-    # Openers outside the main reading's strings.
-    start_in_main = _lookup(main.positions, starts)
-    picked = start_in_main >= 0
-    tokens = start_in_main[picked]
-    ends = main.end[tokens]
-    start_ends[picked] = ends
-    deep[picked] = _reaches(main, main.depth_after[tokens] + max_height, starts[picked], ends)
-
-    if in_string.any():
+    if is_start[in_string].any():
         other = _reading(positions[in_string], opens[in_string], stride)
-        start_in_other = _lookup(other.positions, starts)
-        picked = np.flatnonzero(start_in_other >= 0)
-        tokens = start_in_other[picked]
-        at = starts[picked]
-        region = np.searchsorted(escaped_at, at)
+        tokens = np.flatnonzero(is_start[in_string])
+        at = other.positions[tokens]
         region_end = _next_in(escaped_at, at)
         region_end[region_end < 0] = size
         level = other.depth_after[tokens]
-        ends = other.end[tokens]
-        ends = np.where((ends != -1) & (ends - 1 < region_end), ends, -1)
+        other_ends = other.ends(tokens)
+        other_ends[other_ends - 1 >= region_end] = -1
         # How deep the scan reaches before the escaped quote: levels above the opener's.
-        too_deep = _reaches(
-            other, level + max_height, at, np.minimum(np.where(ends == -1, size, ends), region_end)
-        )
-        # Unclosed at the escaped quote: the scan goes on like the main reading.
-        carry = (ends == -1) & (region_end < size)
-        if carry.any():
+        bound = np.minimum(np.where(other_ends == -1, size, other_ends), region_end)
+        too_deep = _reaches(other, level + max_height, at, bound)
+        # Unclosed at the escaped quote: from there the scan reads like the main reading.
+        carry = np.flatnonzero((other_ends == -1) & (region_end < size))
+        if len(carry):
             end_of_region = region_end[carry]
             last_other = np.searchsorted(other.positions, end_of_region) - 1
             still_open = other.depth_after[last_other] - (level[carry] - 1)
             last_main = np.searchsorted(main.positions, end_of_region) - 1
-            main_depth = (
-                np.where(last_main >= 0, main.depth_after[np.maximum(last_main, 0)], 0)
-                if len(main.positions)
-                else np.zeros(len(end_of_region), dtype=np.int64)
-            )
+            main_depth = np.zeros(len(carry), dtype=np.int64)
+            if len(main.positions):
+                main_depth = np.where(last_main >= 0, main.depth_after[np.maximum(last_main, 0)], 0)
             closer_at = main.first_at_level(main_depth - still_open + 1, end_of_region)
             carried_ends = np.where(closer_at >= 0, closer_at + 1, -1)
-            ends[carry] = carried_ends
-            deeper = (still_open <= max_height) & _reaches(
+            other_ends[carry] = carried_ends
+            too_deep[carry] |= (still_open <= max_height) & _reaches(
                 main, main_depth + max_height + 1 - still_open, end_of_region, carried_ends
             )
-            too_deep[carry] |= deeper
-        start_ends[picked] = ends
-        deep[picked] = too_deep
-        readings[picked] = region + 1
-
-    keep = (start_ends != -1) & ~deep
-    return Spans(starts[keep].tolist(), start_ends[keep].tolist(), readings[keep].tolist())
-
-
-def _lookup(sorted_positions: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Index of each wanted position in `sorted_positions`, or -1 where it is absent."""
-    if len(sorted_positions) == 0:
-        return np.full(len(wanted), -1, dtype=np.int64)
-    index = np.minimum(np.searchsorted(sorted_positions, wanted), len(sorted_positions) - 1)
-    return np.where(sorted_positions[index] == wanted, index, -1)
+        keep = (other_ends != -1) & ~too_deep
+        region = np.searchsorted(escaped_at, at[keep])
+        starts = np.concatenate([starts, at[keep]])
+        ends = np.concatenate([ends, other_ends[keep]])
+        readings = np.concatenate([readings, region + 1])
+        order = np.argsort(starts, kind="stable")
+        starts, ends, readings = starts[order], ends[order], readings[order]
+    return Spans(starts, ends, readings)
 
 
 def _reaches(
@@ -254,7 +250,8 @@ def _value_starts(
     opener_code: int,
     closing_quotes: np.ndarray,
 ) -> np.ndarray:
-    """The openers that can begin a JSON object or array (jsontext's start patterns)."""
+    """Which openers can begin a JSON object or array: `{`, optional whitespace, then `}` or
+    a key string, `:` and the first character of a value; `[` then `]` or a value."""
     whitespace = np.zeros(len(codes), dtype=bool)
     for code in _JSON_WHITESPACE:
         whitespace |= codes == code
@@ -262,7 +259,7 @@ def _value_starts(
     after = _next_in(non_whitespace, openers)
     following = np.where(after >= 0, codes[np.maximum(after, 0)], 0).astype(np.uint32)
     if opener_code == ord("["):
-        return openers[(after >= 0) & np.isin(following, _ARRAY_NEXT)]
+        return (after >= 0) & np.isin(following, _ARRAY_NEXT)
     empty = (after >= 0) & (following == ord("}"))
     # A key string: from its quote to the next quote that is not escaped.
     keyed = np.flatnonzero((after >= 0) & (following == _QUOTE))
@@ -275,4 +272,4 @@ def _value_starts(
         value_code = codes[np.maximum(value, 0)].astype(np.uint32)
         value_ok = colon_ok & (value >= 0) & np.isin(value_code, _VALUE_START)
         empty[keyed[value_ok]] = True
-    return openers[empty]
+    return empty

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from dualcog.parsing.brackets import balanced_spans
+from dualcog.parsing.brackets import Spans, balanced_spans
 
 
 class _NotJson:
@@ -245,6 +245,20 @@ def first_fence_content(text: str) -> str | None:
 # --- stage 3: first balanced span that parses -----------------------------------------------
 
 
+def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
+    """The spans as Python ints, converted a growing batch at a time (most texts stop early)."""
+    done, batch = 0, 64
+    while done < len(spans.starts):
+        stop = done + batch
+        yield from zip(
+            spans.starts[done:stop].tolist(),
+            spans.ends[done:stop].tolist(),
+            spans.readings[done:stop].tolist(),
+            strict=True,
+        )
+        done, batch = stop, batch * 8
+
+
 def _first_balanced(text: str, opener: str, closer: str) -> Any:
     """First balanced span, in text order of its opener, that parses as JSON.
 
@@ -257,7 +271,7 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
     """
     spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
     failed_at = failed_reading = -1
-    for start, end, reading in zip(spans.starts, spans.ends, spans.readings, strict=True):
+    for start, end, reading in _in_batches(spans):
         if reading == failed_reading and start < failed_at < end:
             continue
         candidate = text[start:end]
