@@ -12,10 +12,11 @@ import re
 from itertools import accumulate
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dualcog.parsing import NOT_JSON, first_balanced_array, first_balanced_object
+from dualcog.parsing import NOT_JSON, first_balanced_array, first_balanced_object, jsontext
 from dualcog.parsing.brackets import balanced_spans
 from dualcog.parsing.jsontext import (
     _SHALLOW_BRACKETS,
@@ -158,6 +159,16 @@ def test_array_scanner_equals_the_previous_scan_on_soup(text):
     assert first_balanced_object(text) == previous_object(text)
     assert first_balanced_array(text) == previous_array(text)
     assert json_depth(text) == previous_json_depth(text)
+
+
+@FUZZ
+@given(soup)
+def test_the_whole_text_scan_alone_equals_the_previous_scan(text):
+    # Without the first-opener shortcut every span comes from parsing.brackets.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsontext, "_SHORTCUT_TOKENS", 0)
+        assert first_balanced_object(text) == previous_object(text)
+        assert first_balanced_array(text) == previous_array(text)
 
 
 @FUZZ

@@ -90,11 +90,11 @@ def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
         sorted_closer[:-1][closes] = order[1:][closes]
     closer = np.empty_like(sorted_closer)
     closer[order] = sorted_closer
-    sorted_positions = positions[order].astype(np.int64)
+    sorted_positions = positions[order]
     min_level = int(sorted_levels[0]) if len(order) else 0
     keys = (sorted_levels - min_level) * stride + sorted_positions
     return _Reading(
-        positions.astype(np.int64),
+        positions,
         depth_after,
         closer,
         sorted_levels,
@@ -179,7 +179,16 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
         codes, positions[opener_tokens], opener_code, quotes[~escaped]
     )
 
+    # The main reading without its openers that never close (nothing after them falls back
+    # to their depth): they are no candidates, and every other token keeps its match.
     in_main = ~in_string
+    main_opens = opens[in_main]
+    depth_after = np.cumsum(np.where(main_opens, 1, -1))
+    if len(depth_after):
+        lowest_later = np.empty_like(depth_after)
+        lowest_later[:-1] = np.minimum.accumulate(depth_after[:0:-1])[::-1]
+        lowest_later[-1] = depth_after[-1]
+        in_main[in_main] = ~main_opens | (lowest_later < depth_after)
     main = _reading(positions[in_main], opens[in_main], stride)
     tokens = np.flatnonzero(is_start[in_main])
     closers = main.closer[tokens]

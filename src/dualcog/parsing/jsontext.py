@@ -245,6 +245,57 @@ def first_fence_content(text: str) -> str | None:
 # --- stage 3: first balanced span that parses -----------------------------------------------
 
 
+# The first opener that can begin a value is usually the answer: it is tried before the
+# whole-text scan, with its own scan bounded to this many tokens. The patterns are those the
+# whole-text scan applies with arrays (parsing.brackets).
+_SHORTCUT_TOKENS = 1024
+_OBJECT_TOKENS = re.compile(_STRING + r"|\{+|\}", re.DOTALL)
+_ARRAY_TOKENS = re.compile(_STRING + r"|\[+|\]", re.DOTALL)
+_VALUE_START = r'[-0-9"\[{tfn]'
+_WS = r"[ \t\n\r]*"
+_OBJECT_START = re.compile(
+    r"\{(?=" + _WS + r'(?:\}|"(?:[^"\\]|\\.)*"' + _WS + ":" + _WS + _VALUE_START + "))",
+    re.DOTALL,
+)
+_ARRAY_START = re.compile(r"\[(?=" + _WS + r"(?:\]|" + _VALUE_START + "))")
+_SCANS = {"{": (_OBJECT_START, _OBJECT_TOKENS), "[": (_ARRAY_START, _ARRAY_TOKENS)}
+
+
+def _first_start_span(text: str, opener: str) -> tuple[int, int] | None:
+    """(first opener that can begin a value, its span's end or -1 when not closed within a
+    bounded scan), or None when no opener can begin a value."""
+    starts, tokens = _SCANS[opener]
+    match = starts.search(text)
+    if match is None:
+        return None
+    start = match.start()
+    depth = 0
+    for count, token in enumerate(tokens.finditer(text, start)):
+        if count == _SHORTCUT_TOKENS:
+            break
+        first = token.start()
+        char = text[first]
+        if char == '"':
+            continue
+        if char == opener:
+            depth += token.end() - first
+            continue
+        depth -= 1
+        if depth == 0:
+            return start, token.end()
+    return start, -1
+
+
+def _parse_span(candidate: str) -> tuple[Any, int]:
+    """(value, -1) or (NOT_JSON, error position or -1); too deep is NOT_JSON, -1."""
+    if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
+        return _scan_span(candidate)
+    depth = json_depth(candidate)
+    if depth > MAX_JSON_DEPTH:
+        return NOT_JSON, -1
+    return call_with_depth_headroom(depth, _scan_span, candidate)
+
+
 def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
     """The spans as Python ints, converted a growing batch at a time (most texts stop early)."""
     done, batch = 0, 64
@@ -269,19 +320,20 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
     if its span reaches past k it fails at k too, so it is skipped unparsed (nested failing
     spans would otherwise be parsed once per level).
     """
+    first = _first_start_span(text, opener)
+    if first is None:
+        return NOT_JSON
+    start, end = first
+    if end != -1:
+        value, _ = _parse_span(text[start:end])
+        if value is not NOT_JSON:
+            return value
     spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
     failed_at = failed_reading = -1
     for start, end, reading in _in_batches(spans):
         if reading == failed_reading and start < failed_at < end:
             continue
-        candidate = text[start:end]
-        if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
-            value, error = _scan_span(candidate)
-        else:
-            depth = json_depth(candidate)
-            if depth > MAX_JSON_DEPTH:
-                continue
-            value, error = call_with_depth_headroom(depth, _scan_span, candidate)
+        value, error = _parse_span(text[start:end])
         if value is not NOT_JSON:
             return value
         if error >= 0:
