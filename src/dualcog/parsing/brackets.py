@@ -130,6 +130,39 @@ def _inside_after_quotes(escaped: np.ndarray) -> np.ndarray:
     return np.where(last_escaped >= 0, since % 2 == 0, since % 2 == 1)
 
 
+def _in_main_strings(codes: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(whether each position is inside a string of the main reading, quotes, escaped)."""
+    quotes = np.flatnonzero(codes == _QUOTE)
+    escaped = _escaped_quotes(codes, quotes)
+    in_string = np.zeros(len(positions), dtype=bool)
+    if len(quotes):
+        last_quote = np.searchsorted(quotes, positions) - 1
+        inside = _inside_after_quotes(escaped)
+        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
+    return in_string, quotes, escaped
+
+
+_BRACKET_CODES = tuple(map(ord, "[]{}"))
+
+
+def deepest_nesting(text: str) -> int:
+    """Deepest nesting of `[`/`{` against `]`/`}` outside strings, read from the start."""
+    codes = code_points(text)
+    is_bracket = codes == _BRACKET_CODES[0]
+    for code in _BRACKET_CODES[1:]:
+        is_bracket |= codes == code
+    positions = np.flatnonzero(is_bracket)
+    if len(positions) == 0:
+        return 0
+    in_string, _, _ = _in_main_strings(codes, positions)
+    brackets = codes[positions[~in_string]]
+    if len(brackets) == 0:
+        return 0
+    # `[` and `{` (0x5B, 0x7B) have bit 0x02 set; `]` and `}` (0x5D, 0x7D) have it clear.
+    steps = (brackets & 2).astype(np.int64) - 1
+    return max(0, int(np.cumsum(steps).max()))
+
+
 def _next_in(sorted_positions: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The first of `sorted_positions` past `after[i]`, or -1."""
     if len(sorted_positions) == 0:
@@ -161,18 +194,11 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     # A span this many tokens long or shorter cannot be more than max_height levels deep.
     deep_tokens = 2 * (max_height + 1)
 
-    quotes = np.flatnonzero(codes == _QUOTE)
-    escaped = _escaped_quotes(codes, quotes)
-    escaped_at = quotes[escaped]
-
     is_opener = codes == opener_code
     positions = np.flatnonzero(is_opener | (codes == closer_code))
     opens = is_opener[positions]
-    in_string = np.zeros(len(positions), dtype=bool)
-    if len(quotes):
-        last_quote = np.searchsorted(quotes, positions) - 1
-        inside = _inside_after_quotes(escaped)
-        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
+    in_string, quotes, escaped = _in_main_strings(codes, positions)
+    escaped_at = quotes[escaped]
     is_start = np.zeros(len(positions), dtype=bool)
     opener_tokens = np.flatnonzero(opens)
     is_start[opener_tokens] = _value_starts(
