@@ -24,11 +24,32 @@ from dataclasses import dataclass
 import numpy as np
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
-_JSON_WHITESPACE = tuple(map(ord, " \t\n\r"))
+
+
+def _depth_type(size: int) -> type[np.signedinteger]:
+    # Running depths of a text under 2**31 characters fit in 32 bits (half the memory traffic).
+    return np.int32 if size < 2**31 else np.int64
+
+
+def _character_table(characters: str) -> np.ndarray:
+    table = np.zeros(128, dtype=bool)
+    table[list(map(ord, characters))] = True
+    return table
+
+
+def _table(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    # Every character the tables mark is ASCII; all others read as DEL (127), marked by none.
+    return table[np.minimum(codes, 127)]
+
+
+_WHITESPACE = _character_table(" \t\n\r")
 # After `{` and whitespace: `}`, or a key string, whitespace, `:`, whitespace and this.
-_VALUE_START = np.array(sorted(map(ord, '-0123456789"[{tfn')), dtype=np.uint32)
+_VALUE_START = _character_table('-0123456789"[{tfn')
 # After `[` and whitespace: `]` or the first character of a value.
-_ARRAY_NEXT = np.array(sorted(map(ord, ']-0123456789"[{tfn')), dtype=np.uint32)
+_ARRAY_NEXT = _character_table(']-0123456789"[{tfn')
+_EMPTY_OBJECT_END = _character_table("}")
+_QUOTE_ONLY = _character_table('"')
+_COLON = _character_table(":")
 
 
 def code_points(text: str) -> np.ndarray:
@@ -66,7 +87,7 @@ class _Reading:
         """Position of the first token at `levels[i]` past `after[i]`, or -1."""
         if len(self.keys) == 0:
             return np.full(len(levels), -1, dtype=np.int64)
-        offset = levels - self.min_level
+        offset = levels.astype(np.int64) - self.min_level
         query = np.maximum(offset, 0) * self.stride + after + 1
         index = np.searchsorted(self.keys, query)
         inside = np.minimum(index, len(self.keys) - 1)
@@ -80,7 +101,8 @@ class _Reading:
 
 
 def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
-    depth_after = np.cumsum(np.where(opens, 1, -1))
+    depth = _depth_type(stride)
+    depth_after = np.cumsum(np.where(opens, 1, -1).astype(depth), dtype=depth)
     levels = np.where(opens, depth_after, depth_after + 1)
     order = _stable_order_by(levels)
     sorted_levels = levels[order]
@@ -92,7 +114,7 @@ def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
     closer[order] = sorted_closer
     sorted_positions = positions[order]
     min_level = int(sorted_levels[0]) if len(order) else 0
-    keys = (sorted_levels - min_level) * stride + sorted_positions
+    keys = (sorted_levels.astype(np.int64) - min_level) * stride + sorted_positions
     return _Reading(
         positions,
         depth_after,
@@ -159,8 +181,9 @@ def deepest_nesting(text: str) -> int:
     if len(brackets) == 0:
         return 0
     # `[` and `{` (0x5B, 0x7B) have bit 0x02 set; `]` and `}` (0x5D, 0x7D) have it clear.
-    steps = (brackets & 2).astype(np.int64) - 1
-    return max(0, int(np.cumsum(steps).max()))
+    depth = _depth_type(len(codes))
+    steps = (brackets & 2).astype(depth) - 1
+    return max(0, int(np.cumsum(steps, dtype=depth).max()))
 
 
 def _next_in(sorted_positions: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -199,17 +222,14 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     opens = is_opener[positions]
     in_string, quotes, escaped = _in_main_strings(codes, positions)
     escaped_at = quotes[escaped]
-    is_start = np.zeros(len(positions), dtype=bool)
-    opener_tokens = np.flatnonzero(opens)
-    is_start[opener_tokens] = _value_starts(
-        codes, positions[opener_tokens], opener_code, quotes[~escaped]
-    )
+    is_start = _value_starts(codes, is_opener, opener_code, quotes[~escaped])[positions]
 
     # The main reading without its openers that never close (nothing after them falls back
     # to their depth): they are no candidates, and every other token keeps its match.
     in_main = ~in_string
     main_opens = opens[in_main]
-    depth_after = np.cumsum(np.where(main_opens, 1, -1))
+    depth = _depth_type(size)
+    depth_after = np.cumsum(np.where(main_opens, 1, -1).astype(depth), dtype=depth)
     if len(depth_after):
         lowest_later = np.empty_like(depth_after)
         lowest_later[:-1] = np.minimum.accumulate(depth_after[:0:-1])[::-1]
@@ -279,32 +299,61 @@ def _reaches(
     return (first >= 0) & ((before == -1) | (first < before))
 
 
+class _Following:
+    """The first non-whitespace character after given positions (most are the next one)."""
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes
+        self._non_whitespace: np.ndarray | None = None
+
+    def position(self, after: np.ndarray) -> np.ndarray:
+        """Position of the first non-whitespace character past `after[i]`, or -1."""
+        codes = self.codes
+        following = np.minimum(after + 1, len(codes))
+        result = np.full(len(after), -1, dtype=np.int64)
+        in_text = following < len(codes)
+        blank = _table(_WHITESPACE, codes[np.minimum(following, len(codes) - 1)])
+        direct = in_text & ~blank
+        result[direct] = following[direct]
+        farther = np.flatnonzero(in_text & blank)
+        if len(farther):
+            if self._non_whitespace is None:
+                self._non_whitespace = np.flatnonzero(~_table(_WHITESPACE, codes))
+            result[farther] = _next_in(self._non_whitespace, after[farther])
+        return result
+
+    def is_one_of(self, table: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Whether the character at each position (-1: none) is one the table marks."""
+        found = at >= 0
+        return found & _table(table, self.codes[np.maximum(at, 0)]) if len(at) else found
+
+
 def _value_starts(
-    codes: np.ndarray,
-    openers: np.ndarray,
-    opener_code: int,
-    closing_quotes: np.ndarray,
+    codes: np.ndarray, is_opener: np.ndarray, opener_code: int, closing_quotes: np.ndarray
 ) -> np.ndarray:
-    """Which openers can begin a JSON object or array: `{`, optional whitespace, then `}` or
-    a key string, `:` and the first character of a value; `[` then `]` or a value."""
-    whitespace = np.zeros(len(codes), dtype=bool)
-    for code in _JSON_WHITESPACE:
-        whitespace |= codes == code
-    non_whitespace = np.flatnonzero(~whitespace)
-    after = _next_in(non_whitespace, openers)
-    following = np.where(after >= 0, codes[np.maximum(after, 0)], 0).astype(np.uint32)
+    """Where in the text an opener can begin a JSON object or array: `{`, optional whitespace,
+    then `}` or a key string, `:` and the first character of a value; `[` then `]` or a value.
+    """
+    following = _Following(codes)
+    starts = np.zeros(len(codes), dtype=bool)
+    head, next_codes = is_opener[:-1], codes[1:]
+    # Most openers are followed by a character that decides; the others skip whitespace.
+    spaced = np.flatnonzero(head & _table(_WHITESPACE, next_codes))
+    after = following.position(spaced)
     if opener_code == ord("["):
-        return (after >= 0) & np.isin(following, _ARRAY_NEXT)
-    empty = (after >= 0) & (following == ord("}"))
+        starts[:-1] = head & _table(_ARRAY_NEXT, next_codes)
+        starts[spaced] = following.is_one_of(_ARRAY_NEXT, after)
+        return starts
+    starts[:-1] = head & _table(_EMPTY_OBJECT_END, next_codes)
+    starts[spaced] = following.is_one_of(_EMPTY_OBJECT_END, after)
     # A key string: from its quote to the next quote that is not escaped.
-    keyed = np.flatnonzero((after >= 0) & (following == _QUOTE))
+    direct = np.flatnonzero(head & _table(_QUOTE_ONLY, next_codes))
+    far = following.is_one_of(_QUOTE_ONLY, after)
+    keyed = np.concatenate([direct, spaced[far]])
     if len(keyed):
-        key_end = _next_in(closing_quotes, after[keyed])
-        has_close = key_end >= 0
-        colon = _next_in(non_whitespace, np.where(has_close, key_end, len(codes)))
-        colon_ok = has_close & (colon >= 0) & (codes[np.maximum(colon, 0)] == ord(":"))
-        value = _next_in(non_whitespace, np.where(colon_ok, colon, len(codes)))
-        value_code = codes[np.maximum(value, 0)].astype(np.uint32)
-        value_ok = colon_ok & (value >= 0) & np.isin(value_code, _VALUE_START)
-        empty[keyed[value_ok]] = True
-    return empty
+        key_end = _next_in(closing_quotes, np.concatenate([direct + 1, after[far]]))
+        colon = np.where(key_end >= 0, following.position(key_end), -1)
+        colon_ok = following.is_one_of(_COLON, colon)
+        value = np.where(colon_ok, following.position(colon), -1)
+        starts[keyed[following.is_one_of(_VALUE_START, value)]] = True
+    return starts
