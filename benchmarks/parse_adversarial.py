@@ -97,6 +97,9 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "{a} pairs": lambda n: _repeat("{a}", n),
     '{"a"} pairs': lambda n: _repeat('{"a"}', n),
     '{"a":1 ... }': lambda n: _repeat('{"a":1', n, "}"),
+    # Closed spans that can begin a value and fail: each is parsed (over budget, see docs).
+    '{"a":1x} pairs': lambda n: _repeat('{"a":1x}', n),
+    "[1x] pairs": lambda n: _repeat("[1x]", n),
     "valid padded": lambda n: CANONICAL + " " * (n - len(CANONICAL)),
     "valid with huge array": _huge_valid_answer,
     "random soup": _soup,
