@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable
-from itertools import accumulate
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting
 
 
 class _NotJson:
@@ -77,19 +78,15 @@ _SHALLOW_BRACKETS = 100
 
 # A JSON string (backslash escapes honoured; an unterminated one runs to the end of the text).
 _STRING = r'"(?:[^"\\]+|\\.)*(?:"|\\?\Z)'
-_STRING_RE = re.compile(_STRING, re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}.__getitem__
 
 
 def json_depth(text: str) -> int:
     """Deepest bracket nesting outside JSON strings, as a JSON scanner would meet it.
 
-    Up to the first error, a scanner is exactly this deep; past it, it has stopped. Done with
-    C-speed substitutions and `accumulate`, so a megabyte of brackets costs milliseconds.
+    Up to the first error, a scanner is exactly this deep; past it, it has stopped. Done in
+    numpy passes (parsing.brackets), so 16 MB of brackets cost milliseconds.
     """
-    brackets = _NOT_BRACKET.sub("", _STRING_RE.sub("", text))
-    return max(0, max(accumulate(map(_BRACKET_STEP, brackets)), default=0))
+    return deepest_nesting(text)
 
 
 def call_with_depth_headroom(depth: int, func: Callable[[str], Any], text: str) -> Any:
@@ -237,14 +234,13 @@ def first_fence_content(text: str) -> str | None:
 
 # --- stage 3: first balanced span that parses -----------------------------------------------
 
-# Tokens that matter for balance: a JSON string, a run of openers or one closer of the kind
-# being matched (a run is one token, so a long run of openers costs one regex match).
+
+# The first opener that can begin a value is usually the answer: it is tried before the
+# whole-text scan, with its own scan bounded to this many tokens. The patterns are those the
+# whole-text scan applies with arrays (parsing.brackets).
+_SHORTCUT_TOKENS = 1024
 _OBJECT_TOKENS = re.compile(_STRING + r"|\{+|\}", re.DOTALL)
 _ARRAY_TOKENS = re.compile(_STRING + r"|\[+|\]", re.DOTALL)
-# Only these openers can begin a JSON object or array: `{}` or a key, colon and the first
-# character of a value; `[` and a value or `]`. Skipping the others changes no result and
-# keeps prose full of brackets cheap. (Key strings of different openers cannot overlap, so
-# the look-aheads stay linear in total.)
 _VALUE_START = r'[-0-9"\[{tfn]'
 _WS = r"[ \t\n\r]*"
 _OBJECT_START = re.compile(
@@ -252,81 +248,86 @@ _OBJECT_START = re.compile(
     re.DOTALL,
 )
 _ARRAY_START = re.compile(r"\[(?=" + _WS + r"(?:\]|" + _VALUE_START + "))")
+_SCANS = {"{": (_OBJECT_START, _OBJECT_TOKENS), "[": (_ARRAY_START, _ARRAY_TOKENS)}
 
 
-def _closing_positions(
-    text: str, start: int, tokens: re.Pattern[str], opener: str
-) -> dict[int, tuple[int, int, int]]:
-    """Scan from the opener at `start`; map every opener met to (span end or -1, height, start).
-
-    Openers nested inside the span are tokenised identically when scanned on their own, so
-    one pass records their matches too (keeps the search linear). The height (nesting levels
-    of this bracket kind) lets over-deep spans be skipped unparsed; the scan's start tells
-    which openers were read with one tokenisation.
-    """
-    spans: dict[int, tuple[int, int, int]] = {}
-    stack: list[list[int]] = []  # [position, height of the deepest child so far]
-    for match in tokens.finditer(text, start):
-        first = match.start()
+def _first_start_span(text: str, opener: str) -> tuple[int, int] | None:
+    """(first opener that can begin a value, its span's end or -1 when not closed within a
+    bounded scan), or None when no opener can begin a value."""
+    starts, tokens = _SCANS[opener]
+    match = starts.search(text)
+    if match is None:
+        return None
+    start = match.start()
+    depth = 0
+    for count, token in enumerate(tokens.finditer(text, start)):
+        if count == _SHORTCUT_TOKENS:
+            break
+        first = token.start()
         char = text[first]
         if char == '"':
             continue
         if char == opener:
-            end = match.end()
-            if end - first == 1:
-                stack.append([first, 0])
-            else:
-                stack.extend([position, 0] for position in range(first, end))
-        else:
-            if not stack:
-                break
-            position, child_height = stack.pop()
-            height = child_height + 1
-            spans[position] = (match.end(), height, start)
-            if not stack:
-                break
-            if height > stack[-1][1]:
-                stack[-1][1] = height
-    if stack:
-        spans.update(dict.fromkeys([entry[0] for entry in stack], (-1, 0, start)))
-    return spans
+            depth += token.end() - first
+            continue
+        depth -= 1
+        if depth == 0:
+            return start, token.end()
+    return start, -1
 
 
-def _first_balanced(
-    text: str, starts: re.Pattern[str], tokens: re.Pattern[str], opener: str
-) -> Any:
+def _parse_span(candidate: str) -> tuple[Any, int]:
+    """(value, -1) or (NOT_JSON, error position or -1); too deep is NOT_JSON, -1."""
+    if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
+        return _scan_span(candidate)
+    depth = json_depth(candidate)
+    if depth > MAX_JSON_DEPTH:
+        return NOT_JSON, -1
+    return call_with_depth_headroom(depth, _scan_span, candidate)
+
+
+def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
+    """The spans as Python ints, converted a growing batch at a time (most texts stop early)."""
+    done, batch = 0, 64
+    while done < len(spans.starts):
+        stop = done + batch
+        yield from zip(
+            spans.starts[done:stop].tolist(),
+            spans.ends[done:stop].tolist(),
+            spans.readings[done:stop].tolist(),
+            strict=True,
+        )
+        done, batch = stop, batch * 8
+
+
+def _first_balanced(text: str, opener: str, closer: str) -> Any:
     """First balanced span, in text order of its opener, that parses as JSON.
 
-    When a span fails at position k, a later opener before k that the same scan read as a
-    bracket (not inside a string) was read by that parse as the start of a value, and parsing
-    it on its own follows the same path: if its span reaches past k it fails at k too, so it
-    is skipped unparsed (nested failing spans would otherwise be parsed once per level).
+    Only openers that can begin a value, with a closed span at most MAX_JSON_DEPTH levels of
+    their kind deep, are tried (parsing.brackets finds them, for every opener at once).
+    When a span fails at position k, a later opener before k of the same reading was read
+    by that parse as the start of a value, and parsing it on its own follows the same path:
+    if its span reaches past k it fails at k too, so it is skipped unparsed (nested failing
+    spans would otherwise be parsed once per level).
     """
-    known: dict[int, tuple[int, int, int]] = {}
-    failed_at = failed_scan = -1
-    for match in starts.finditer(text):
-        start = match.start()
-        span = known.get(start)
-        if span is None:
-            known.update(_closing_positions(text, start, tokens, opener))
-            span = known[start]
-        end, height, scan = span
-        if end == -1 or height > MAX_JSON_DEPTH:
+    first = _first_start_span(text, opener)
+    if first is None:
+        return NOT_JSON
+    start, end = first
+    if end != -1:
+        value, _ = _parse_span(text[start:end])
+        if value is not NOT_JSON:
+            return value
+    spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
+    failed_at = failed_reading = -1
+    for start, end, reading in _in_batches(spans):
+        if reading == failed_reading and start < failed_at < end:
             continue
-        if scan == failed_scan and start < failed_at < end:
-            continue
-        candidate = text[start:end]
-        if candidate.count("[") + candidate.count("{") <= _SHALLOW_BRACKETS:
-            value, error = _scan_span(candidate)
-        else:
-            depth = json_depth(candidate)
-            if depth > MAX_JSON_DEPTH:
-                continue
-            value, error = call_with_depth_headroom(depth, _scan_span, candidate)
+        value, error = _parse_span(text[start:end])
         if value is not NOT_JSON:
             return value
         if error >= 0:
-            failed_at, failed_scan = start + error, scan
+            failed_at, failed_reading = start + error, reading
     return NOT_JSON
 
 
@@ -334,14 +335,14 @@ def first_balanced_object(text: str) -> Any:
     """The first structurally balanced `{…}` in text order that parses, else NOT_JSON."""
     if "{" not in text or "}" not in text:
         return NOT_JSON
-    return _first_balanced(text, _OBJECT_START, _OBJECT_TOKENS, "{")
+    return _first_balanced(text, "{", "}")
 
 
 def first_balanced_array(text: str) -> Any:
     """The first structurally balanced `[…]` in text order that parses, else NOT_JSON."""
     if "[" not in text or "]" not in text:
         return NOT_JSON
-    return _first_balanced(text, _ARRAY_START, _ARRAY_TOKENS, "[")
+    return _first_balanced(text, "[", "]")
 
 
 # --- stages 0–3 together --------------------------------------------------------------------

@@ -1,0 +1,359 @@
+"""Stage 3's balanced spans of every opener at once, in array operations (linear in the text).
+
+A scan from an opener reads the text from there as JSON strings (backslash escapes; an
+unterminated string runs to the end of the text) and, outside them, the brackets of one kind;
+the opener's span ends at the closer that brings the scan's depth back to zero. Doing that
+scan per opener is a Python-level step per bracket and quadratic on nested openers; here every
+opener's span comes from a few numpy passes, with the same result.
+
+Only quotes decide what is inside a string. A quote with an odd run of backslashes before it
+is *escaped*: inside a string it does not close it, outside it opens one (the backslashes are
+plain text there), so after it every scan is inside a string. Any other quote toggles. So a
+scan from any opener reads either like the scan from the text's start (G, when G is outside a
+string there), or, when G is inside one, exactly the other way round until the next escaped
+quote, and like G after it (A). Matching brackets within one reading is a matter of levels:
+an opener and its closer have the same level (depth after an opener, before a closer), and at
+one level openers and closers alternate, so after a stable sort by level each opener's closer
+is the next token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+def _depth_type(size: int) -> type[np.signedinteger]:
+    # Running depths of a text under 2**31 characters fit in 32 bits (half the memory traffic).
+    return np.int32 if size < 2**31 else np.int64
+
+
+def _character_table(characters: str) -> np.ndarray:
+    table = np.zeros(128, dtype=bool)
+    table[list(map(ord, characters))] = True
+    return table
+
+
+def _table(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    # Every character the tables mark is ASCII; all others read as DEL (127), marked by none.
+    return table[np.minimum(codes, 127)]
+
+
+_WHITESPACE = _character_table(" \t\n\r")
+# After `{` and whitespace: `}`, or a key string, whitespace, `:`, whitespace and this.
+_VALUE_START = _character_table('-0123456789"[{tfn')
+# After `[` and whitespace: `]` or the first character of a value.
+_ARRAY_NEXT = _character_table(']-0123456789"[{tfn')
+_EMPTY_OBJECT_END = _character_table("}")
+_QUOTE_ONLY = _character_table('"')
+_COLON = _character_table(":")
+
+
+def code_points(text: str) -> np.ndarray:
+    """The text's characters as integers, one per `str` index."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    # surrogatepass: a lone surrogate (kept losslessly from replayed records) is one unit too.
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _stable_order_by(levels: np.ndarray) -> np.ndarray:
+    """Indices that sort `levels` stably, by two 16-bit radix passes (linear time)."""
+    shifted = (levels - levels.min()).astype(np.uint32) if len(levels) else levels
+    if len(levels) == 0 or int(shifted.max()) < 1 << 16:
+        return np.argsort(shifted.astype(np.uint16), kind="stable")
+    low = np.argsort((shifted & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((shifted[low] >> 16).astype(np.uint16), kind="stable")
+    return low[high]
+
+
+@dataclass(slots=True)
+class _Reading:
+    """The bracket tokens of one reading, with levels, sorted by (level, position)."""
+
+    positions: np.ndarray  # token positions in text order
+    depth_after: np.ndarray  # running depth after each token (text order)
+    closer: np.ndarray  # per token: index of the opener's closer, or -1 (closers: -1)
+    sorted_levels: np.ndarray
+    sorted_positions: np.ndarray
+    keys: np.ndarray  # (level - min level) * stride + position, ascending
+    min_level: int
+    stride: int
+
+    def first_at_level(self, levels: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Position of the first token at `levels[i]` past `after[i]`, or -1."""
+        if len(self.keys) == 0:
+            return np.full(len(levels), -1, dtype=np.int64)
+        offset = levels.astype(np.int64) - self.min_level
+        query = np.maximum(offset, 0) * self.stride + after + 1
+        index = np.searchsorted(self.keys, query)
+        inside = np.minimum(index, len(self.keys) - 1)
+        found = (index < len(self.keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
+        return np.where(found, self.sorted_positions[inside], -1)
+
+    def ends(self, tokens: np.ndarray) -> np.ndarray:
+        """One past the closer of each opener token, or -1."""
+        closer = self.closer[tokens]
+        return np.where(closer >= 0, self.positions[np.maximum(closer, 0)] + 1, -1)
+
+
+def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
+    depth = _depth_type(stride)
+    depth_after = np.cumsum(np.where(opens, 1, -1).astype(depth), dtype=depth)
+    levels = np.where(opens, depth_after, depth_after + 1)
+    order = _stable_order_by(levels)
+    sorted_levels = levels[order]
+    sorted_closer = np.full(len(order), -1, dtype=np.int64)
+    if len(order) > 1:
+        closes = opens[order][:-1] & (sorted_levels[1:] == sorted_levels[:-1])
+        sorted_closer[:-1][closes] = order[1:][closes]
+    closer = np.empty_like(sorted_closer)
+    closer[order] = sorted_closer
+    sorted_positions = positions[order]
+    min_level = int(sorted_levels[0]) if len(order) else 0
+    keys = (sorted_levels.astype(np.int64) - min_level) * stride + sorted_positions
+    return _Reading(
+        positions,
+        depth_after,
+        closer,
+        sorted_levels,
+        sorted_positions,
+        keys,
+        min_level,
+        stride,
+    )
+
+
+def _escaped_quotes(codes: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+    """Whether each quote has an odd run of backslashes right before it."""
+    backslashes = np.flatnonzero(codes == _BACKSLASH)
+    if len(backslashes) == 0 or len(quotes) == 0:
+        return np.zeros(len(quotes), dtype=bool)
+    new_run = np.ones(len(backslashes), dtype=bool)
+    new_run[1:] = backslashes[1:] != backslashes[:-1] + 1
+    run_start = backslashes[
+        np.maximum.accumulate(np.where(new_run, np.arange(len(backslashes)), 0))
+    ]
+    before = quotes - 1
+    index = np.minimum(np.searchsorted(backslashes, before), len(backslashes) - 1)
+    hit = backslashes[index] == before
+    return hit & ((before - run_start[index]) % 2 == 0)
+
+
+def _inside_after_quotes(escaped: np.ndarray) -> np.ndarray:
+    """Whether the scan from the text's start is inside a string just after each quote."""
+    toggles = np.cumsum(~escaped)
+    indices = np.arange(len(escaped))
+    last_escaped = np.maximum.accumulate(np.where(escaped, indices, -1))
+    since = toggles - np.where(last_escaped >= 0, toggles[np.maximum(last_escaped, 0)], 0)
+    return np.where(last_escaped >= 0, since % 2 == 0, since % 2 == 1)
+
+
+def _in_main_strings(codes: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(whether each position is inside a string of the main reading, quotes, escaped)."""
+    quotes = np.flatnonzero(codes == _QUOTE)
+    escaped = _escaped_quotes(codes, quotes)
+    in_string = np.zeros(len(positions), dtype=bool)
+    if len(quotes):
+        last_quote = np.searchsorted(quotes, positions) - 1
+        inside = _inside_after_quotes(escaped)
+        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
+    return in_string, quotes, escaped
+
+
+_BRACKET_CODES = tuple(map(ord, "[]{}"))
+
+
+def deepest_nesting(text: str) -> int:
+    """Deepest nesting of `[`/`{` against `]`/`}` outside strings, read from the start."""
+    codes = code_points(text)
+    is_bracket = codes == _BRACKET_CODES[0]
+    for code in _BRACKET_CODES[1:]:
+        is_bracket |= codes == code
+    positions = np.flatnonzero(is_bracket)
+    if len(positions) == 0:
+        return 0
+    in_string, _, _ = _in_main_strings(codes, positions)
+    brackets = codes[positions[~in_string]]
+    if len(brackets) == 0:
+        return 0
+    # `[` and `{` (0x5B, 0x7B) have bit 0x02 set; `]` and `}` (0x5D, 0x7D) have it clear.
+    depth = _depth_type(len(codes))
+    steps = (brackets & 2).astype(depth) - 1
+    return max(0, int(np.cumsum(steps, dtype=depth).max()))
+
+
+def _next_in(sorted_positions: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The first of `sorted_positions` past `after[i]`, or -1."""
+    if len(sorted_positions) == 0:
+        return np.full(len(after), -1, dtype=np.int64)
+    index = np.searchsorted(sorted_positions, after + 1)
+    found = index < len(sorted_positions)
+    return np.where(found, sorted_positions[np.minimum(index, len(sorted_positions) - 1)], -1)
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """Openers that can begin a value, with a closed span at most `max_height` levels deep.
+
+    Text order. `readings` is 0 for openers read like the scan from the text's start, r + 1
+    for those read the other way round up to the r-th escaped quote: a later opener of the
+    same reading lies outside strings for the scan of an earlier one.
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    readings: np.ndarray
+
+
+def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Spans:
+    codes = code_points(text)
+    size = len(codes)
+    stride = size + 2
+    opener_code, closer_code = ord(opener), ord(closer)
+    # A span this many tokens long or shorter cannot be more than max_height levels deep.
+    deep_tokens = 2 * (max_height + 1)
+
+    is_opener = codes == opener_code
+    positions = np.flatnonzero(is_opener | (codes == closer_code))
+    opens = is_opener[positions]
+    in_string, quotes, escaped = _in_main_strings(codes, positions)
+    escaped_at = quotes[escaped]
+    is_start = _value_starts(codes, is_opener, opener_code, quotes[~escaped])[positions]
+
+    # The main reading without its openers that never close (nothing after them falls back
+    # to their depth): they are no candidates, and every other token keeps its match.
+    in_main = ~in_string
+    main_opens = opens[in_main]
+    depth = _depth_type(size)
+    depth_after = np.cumsum(np.where(main_opens, 1, -1).astype(depth), dtype=depth)
+    if len(depth_after):
+        lowest_later = np.empty_like(depth_after)
+        lowest_later[:-1] = np.minimum.accumulate(depth_after[:0:-1])[::-1]
+        lowest_later[-1] = depth_after[-1]
+        in_main[in_main] = ~main_opens | (lowest_later < depth_after)
+    main = _reading(positions[in_main], opens[in_main], stride)
+    tokens = np.flatnonzero(is_start[in_main])
+    closers = main.closer[tokens]
+    tokens, closers = tokens[closers >= 0], closers[closers >= 0]
+    starts = main.positions[tokens]
+    ends = main.positions[closers] + 1
+    long = np.flatnonzero(closers - tokens + 1 >= deep_tokens)
+    deep = np.zeros(len(tokens), dtype=bool)
+    deep[long] = _reaches(
+        main, main.depth_after[tokens[long]] + max_height, starts[long], ends[long]
+    )
+    starts, ends = starts[~deep], ends[~deep]
+    readings = np.zeros(len(starts), dtype=np.int64)
+
+    if is_start[in_string].any():
+        other = _reading(positions[in_string], opens[in_string], stride)
+        tokens = np.flatnonzero(is_start[in_string])
+        at = other.positions[tokens]
+        region_end = _next_in(escaped_at, at)
+        region_end[region_end < 0] = size
+        level = other.depth_after[tokens]
+        other_ends = other.ends(tokens)
+        other_ends[other_ends - 1 >= region_end] = -1
+        # How deep the scan reaches before the escaped quote: levels above the opener's.
+        bound = np.minimum(np.where(other_ends == -1, size, other_ends), region_end)
+        too_deep = _reaches(other, level + max_height, at, bound)
+        # Unclosed at the escaped quote: from there the scan reads like the main reading.
+        carry = np.flatnonzero((other_ends == -1) & (region_end < size))
+        if len(carry):
+            end_of_region = region_end[carry]
+            last_other = np.searchsorted(other.positions, end_of_region) - 1
+            still_open = other.depth_after[last_other] - (level[carry] - 1)
+            last_main = np.searchsorted(main.positions, end_of_region) - 1
+            main_depth = np.zeros(len(carry), dtype=np.int64)
+            if len(main.positions):
+                main_depth = np.where(last_main >= 0, main.depth_after[np.maximum(last_main, 0)], 0)
+            closer_at = main.first_at_level(main_depth - still_open + 1, end_of_region)
+            carried_ends = np.where(closer_at >= 0, closer_at + 1, -1)
+            other_ends[carry] = carried_ends
+            too_deep[carry] |= (still_open <= max_height) & _reaches(
+                main, main_depth + max_height + 1 - still_open, end_of_region, carried_ends
+            )
+        keep = (other_ends != -1) & ~too_deep
+        region = np.searchsorted(escaped_at, at[keep])
+        starts = np.concatenate([starts, at[keep]])
+        ends = np.concatenate([ends, other_ends[keep]])
+        readings = np.concatenate([readings, region + 1])
+        order = np.argsort(starts, kind="stable")
+        starts, ends, readings = starts[order], ends[order], readings[order]
+    return Spans(starts, ends, readings)
+
+
+def _reaches(
+    reading: _Reading, levels: np.ndarray, after: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """Whether a token at `levels[i]` lies between `after[i]` and `before[i]` (exclusive).
+
+    Depth changes one step at a time, so a scan that goes as deep as a level meets a token
+    at exactly that level.
+    """
+    first = reading.first_at_level(levels, after)
+    return (first >= 0) & ((before == -1) | (first < before))
+
+
+class _Following:
+    """The first non-whitespace character after given positions (most are the next one)."""
+
+    def __init__(self, codes: np.ndarray) -> None:
+        self.codes = codes
+        self._non_whitespace: np.ndarray | None = None
+
+    def position(self, after: np.ndarray) -> np.ndarray:
+        """Position of the first non-whitespace character past `after[i]`, or -1."""
+        codes = self.codes
+        following = np.minimum(after + 1, len(codes))
+        result = np.full(len(after), -1, dtype=np.int64)
+        in_text = following < len(codes)
+        blank = _table(_WHITESPACE, codes[np.minimum(following, len(codes) - 1)])
+        direct = in_text & ~blank
+        result[direct] = following[direct]
+        farther = np.flatnonzero(in_text & blank)
+        if len(farther):
+            if self._non_whitespace is None:
+                self._non_whitespace = np.flatnonzero(~_table(_WHITESPACE, codes))
+            result[farther] = _next_in(self._non_whitespace, after[farther])
+        return result
+
+    def is_one_of(self, table: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Whether the character at each position (-1: none) is one the table marks."""
+        found = at >= 0
+        return found & _table(table, self.codes[np.maximum(at, 0)]) if len(at) else found
+
+
+def _value_starts(
+    codes: np.ndarray, is_opener: np.ndarray, opener_code: int, closing_quotes: np.ndarray
+) -> np.ndarray:
+    """Where in the text an opener can begin a JSON object or array: `{`, optional whitespace,
+    then `}` or a key string, `:` and the first character of a value; `[` then `]` or a value.
+    """
+    following = _Following(codes)
+    starts = np.zeros(len(codes), dtype=bool)
+    head, next_codes = is_opener[:-1], codes[1:]
+    # Most openers are followed by a character that decides; the others skip whitespace.
+    spaced = np.flatnonzero(head & _table(_WHITESPACE, next_codes))
+    after = following.position(spaced)
+    if opener_code == ord("["):
+        starts[:-1] = head & _table(_ARRAY_NEXT, next_codes)
+        starts[spaced] = following.is_one_of(_ARRAY_NEXT, after)
+        return starts
+    starts[:-1] = head & _table(_EMPTY_OBJECT_END, next_codes)
+    starts[spaced] = following.is_one_of(_EMPTY_OBJECT_END, after)
+    # A key string: from its quote to the next quote that is not escaped.
+    direct = np.flatnonzero(head & _table(_QUOTE_ONLY, next_codes))
+    far = following.is_one_of(_QUOTE_ONLY, after)
+    keyed = np.concatenate([direct, spaced[far]])
+    if len(keyed):
+        key_end = _next_in(closing_quotes, np.concatenate([direct + 1, after[far]]))
+        colon = np.where(key_end >= 0, following.position(key_end), -1)
+        colon_ok = following.is_one_of(_COLON, colon)
+        value = np.where(colon_ok, following.position(colon), -1)
+        starts[keyed[following.is_one_of(_VALUE_START, value)]] = True
+    return starts
