@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from dualcog.backends import calls_provider
+
 _ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
@@ -25,7 +27,7 @@ def _slug(text: str) -> str:
 
 def provider_of(model: Mapping[str, Any]) -> str | None:
     """The provider a model's requests go to, or None for models that call no API."""
-    if model.get("backend") != "openai" or model.get("serve"):
+    if not calls_provider(model):
         return None  # offline, replayed, or a server the workflow runs itself
     if model.get("provider"):
         return str(model["provider"])

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 
 # The run-name rule of dualcog.inference.common.split_mode, kept here so that configuration
@@ -177,7 +178,7 @@ def resolve_model(
     """
     name = str(model["name"])
     resolved = copy.deepcopy(dict(model))
-    if resolved.get("backend") != "openai":
+    if not backend_of(resolved).calls_api:
         return resolved
     key = route_key_of(model)
     has_endpoint = bool(model.get("api_base") or model.get("serve"))

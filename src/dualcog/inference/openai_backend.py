@@ -20,6 +20,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.backends import RunInputs
 from dualcog.inference.budget import ConcurrencySlots, RateBudget, budget_folder
 from dualcog.inference.cache import (
     CACHED_FIELDS,
@@ -219,3 +220,18 @@ class OpenAIRunner:
                     writer.close()
         reporter.finish()
         return [row for row in rows if row is not None]
+
+
+def run_openai(
+    model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
+) -> list[dict[str, Any]]:
+    """The registry's runner (dualcog.backends): one engine run per task, rows in order."""
+    runner = OpenAIRunner(model, inputs.media_store)
+    rows_by_index: dict[int, dict[str, Any]] = {}
+    for task in dict.fromkeys(row["task"] for row in prompt_rows):
+        indices = [i for i, row in enumerate(prompt_rows) if row["task"] == task]
+        task_rows = runner.run(
+            [prompt_rows[i] for i in indices], inputs.cache_dir, task, inputs.progress
+        )
+        rows_by_index.update(zip(indices, task_rows, strict=True))
+    return [rows_by_index[i] for i in range(len(prompt_rows))]

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from dualcog.backends import RunInputs
 from dualcog.errors import DataError
 from dualcog.inference.common import (
     ProgressFn,
@@ -218,3 +219,10 @@ def replay_rows(
         found = sum(r["status"] == "ok" for r in rows)
         progress(f"{name}: replay found {found}/{len(rows)} responses")
     return rows
+
+
+def run_replay(
+    model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
+) -> list[dict[str, Any]]:
+    """The registry's runner (dualcog.backends): reads only the model's files."""
+    return replay_rows(model, prompt_rows, inputs.progress)
