@@ -13,8 +13,8 @@ from dualcog import backends, schemas
 from dualcog.backends import REGISTRY, Backend, RunInputs, register
 from dualcog.config import load_schema
 from dualcog.inference import run_model
-from dualcog.inference.common import response_row
 from dualcog.inference.outcome import outcome_path, read_outcome, record_outcome
+from dualcog.inference.rows import response_row
 from dualcog.preflight import model_problems
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dualcog.backends import calls_provider
-
-_ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+from dualcog.routes import env_reference
 
 
 def _slug(text: str) -> str:
@@ -32,9 +31,9 @@ def provider_of(model: Mapping[str, Any]) -> str | None:
     if model.get("provider"):
         return str(model["provider"])
     api_base = str(model.get("api_base") or "")
-    variable = _ENV_REFERENCE.match(api_base)
+    variable = env_reference(api_base)
     if variable:
-        return _slug(variable.group(1))
+        return _slug(variable)
     parts = urlsplit(api_base if "//" in api_base else f"//{api_base}")
     host = (parts.hostname or "").removeprefix("api.")
     name = _slug(f"{host}_{parts.port}" if parts.port else host)

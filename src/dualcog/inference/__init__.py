@@ -4,11 +4,11 @@ Backends and what each needs are declared in `dualcog.backends`; their runners l
 """
 
 from dualcog.config import NON_ANSWER_KEYS
-from dualcog.inference.cache import cache_key, cache_path, model_fingerprint
-from dualcog.inference.common import split_mode
+from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
 from dualcog.inference.runner import run_model, run_per_model
+from dualcog.routes import split_mode
 
 __all__ = [
     "FAMILY_MODE_BODIES",
@@ -18,7 +18,7 @@ __all__ = [
     "cache_path",
     "media_data_uri",
     "media_path",
-    "model_fingerprint",
+    "answer_settings_json",
     "request_settings",
     "run_model",
     "run_per_model",

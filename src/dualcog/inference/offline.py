@@ -6,6 +6,7 @@ row's answer does not depend on row order or on which other samples are in the r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable, Mapping
@@ -13,15 +14,9 @@ from functools import partial
 from typing import Any
 
 from dualcog.backends import RunInputs
-from dualcog.inference.common import (
-    ProgressReporter,
-    as_list,
-    canonical_json,
-    is_missing,
-    response_row,
-    sample_seed,
-    to_plain,
-)
+from dualcog.inference.progress import ProgressReporter
+from dualcog.inference.rows import response_row
+from dualcog.inference.values import as_list, canonical_json, is_missing, to_plain
 from dualcog.tasks import IMAGE_TASKS
 
 SIMULATED_QUIRKS = (
@@ -39,6 +34,12 @@ GARBAGE_TEXTS = (
     "The landmark appears near the center of the view; option unclear.",
     "Answer: could not be established with confidence",
 )
+
+
+def sample_seed(seed: int, sample_id: str, stream: str) -> int:
+    """A 64-bit seed for one (run seed, sample, purpose); independent of row order."""
+    digest = hashlib.sha256(f"{seed}\x00{sample_id}\x00{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def _rng(seed: int, sample_id: str, stream: str) -> random.Random:

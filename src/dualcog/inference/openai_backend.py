@@ -26,18 +26,16 @@ from dualcog.inference.cache import (
     CACHED_FIELDS,
     CacheWriter,
     ResponseCache,
+    answer_settings_json,
     cache_key,
     cache_path,
     model_cache_dir,
-    model_fingerprint,
 )
-from dualcog.inference.common import (
-    ProgressReporter,
-    escape_lone_surrogates,
-    response_row,
-)
+from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
+from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
+from dualcog.inference.values import escape_lone_surrogates
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -70,7 +68,7 @@ class OpenAIRunner:
         self.model = dict(model)
         self.settings = request_settings(model)
         self.media_store = Path(media_store)
-        self.fingerprint = model_fingerprint(model)
+        self.fingerprint = answer_settings_json(model)
         self.secrets = [self.settings.api_key]
         self.jitter = random.Random()  # backoff jitter only; never touches answers
 

@@ -18,13 +18,9 @@ import pyarrow.parquet as pq
 
 from dualcog.backends import RunInputs
 from dualcog.errors import DataError
-from dualcog.inference.common import (
-    ProgressFn,
-    as_list,
-    escape_lone_surrogates,
-    is_missing,
-    response_row,
-)
+from dualcog.inference.progress import ProgressFn
+from dualcog.inference.rows import response_row
+from dualcog.inference.values import as_list, escape_lone_surrogates, is_missing
 from dualcog.parsing.sources import record_is_response
 
 LOG = logging.getLogger(__name__)

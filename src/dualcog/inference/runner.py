@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 
 from dualcog.backends import RunInputs, backend_of, missing_fields
-from dualcog.inference.common import ProgressFn, responses_frame
+from dualcog.inference.progress import ProgressFn
+from dualcog.inference.rows import responses_frame
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
