@@ -4,6 +4,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+from dualcog.backends import backend_of, input_files
 from dualcog.config import (
     answer_settings,
     is_video_task,
@@ -76,7 +77,9 @@ UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
 REPLAY_RUNS = [
     m["name"]
     for m in config["models"]
-    if m["backend"] == "replay" and m["name"] in UNSERVED_RUNS and shard_count(m) == 1
+    if backend_of(m).run_per_model
+    and m["name"] in UNSERVED_RUNS
+    and shard_count(m) == 1
 ]
 # Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
 INFER_RUNS = [m for m in UNSERVED_RUNS if m not in REPLAY_RUNS]
@@ -136,12 +139,9 @@ def infer_settings(wildcards):
 
 
 def replay_sources(wildcards):
-    """Replayed response files are inputs, so editing one reruns exactly its jobs."""
-    model = model_by_name(config, wildcards.model)
-    if model["backend"] != "replay":
-        return []
-    sources = model["replay"]
-    return [sources] if isinstance(sources, str) else list(sources)
+    """Files the backend reads (replay: response files) are inputs: editing one reruns exactly
+    its jobs."""
+    return input_files(model_by_name(config, wildcards.model))
 
 
 def replay_groups():

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from dualcog.backends import backend_of
 from dualcog.config import model_by_name, validate_config
 from dualcog.errors import DualCogError
 from dualcog.inference import run_model
@@ -39,7 +40,7 @@ def main(sm):
     log.info(
         "%s on %s: %d requests (backend %s)", model["name"], label, len(prompts), model["backend"]
     )
-    if model["backend"] == "openai":
+    if backend_of(model).sends_media:
         require_media(prompts, sm.params.media_store)
     responses = run_model(
         model,

@@ -1,7 +1,8 @@
-"""Snakemake adapter: one replayed run's recorded files -> its responses for every task."""
+"""Snakemake adapter: one run of a backend that runs per model (replay: its recorded files)
+-> its responses for every task."""
 
 from dualcog.config import model_by_name, validate_config
-from dualcog.inference import replay_tasks
+from dualcog.inference import run_per_model
 from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 
@@ -15,7 +16,7 @@ def main(sm):
         "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
         ", ".join(tasks),
     )  # fmt: skip
-    responses = replay_tasks(model, prompts, progress=log.info)
+    responses = run_per_model(model, prompts, progress=log.info)
     for task, output in zip(tasks, sm.output, strict=True):
         frame = responses[task]
         log.info("%s: status counts %s", task, frame["status"].value_counts().to_dict())

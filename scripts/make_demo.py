@@ -22,7 +22,7 @@ from pathlib import Path
 import av
 from PIL import Image, ImageDraw
 
-from dualcog.templates import render_prompts
+from dualcog.templates import render_prompt_texts
 
 TASK_ROOT = "task_pipeline_data/UAV-DualCog-V1"
 ENGINE = "airsim"
@@ -496,7 +496,7 @@ def common_image_fields(
 
 
 def add_prompts(sample: dict, task: str, variables: dict) -> None:
-    system_prompt, user_prompt = render_prompts(task, variables)
+    system_prompt, user_prompt = render_prompt_texts(task, variables)
     sample["prompt_text"] = user_prompt
     sample["user_prompt"] = user_prompt
     sample["system_prompt"] = system_prompt

@@ -139,10 +139,10 @@ def test_display_name_refuses_markup(name) -> None:
 
 
 def test_schema_enums_are_the_codes_constants() -> None:
+    from dualcog.backends import BACKEND_NAMES
     from dualcog.config import load_schema
     from dualcog.inference.offline import SIMULATED_QUIRKS
     from dualcog.inference.request import FAMILY_MODE_BODIES
-    from dualcog.inference.runner import BACKENDS
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
     from dualcog.render import VIDEO_MODES
     from dualcog.tables.model import GROUP_ORDER
@@ -154,7 +154,7 @@ def test_schema_enums_are_the_codes_constants() -> None:
     assert schema["$defs"]["task"]["enum"] == tasks
     assert schema["properties"]["tasks"]["default"] == tasks
     assert schema["properties"]["tasks"]["items"] == model["tasks"]["items"]
-    assert model["backend"]["enum"] == list(BACKENDS)
+    assert model["backend"]["enum"] == list(BACKEND_NAMES)
     assert model["video_mode"]["enum"] == list(VIDEO_MODES)
     assert model["bbox_scale"]["enum"] == list(CONFIGURABLE_SCALES)
     assert model["group"]["enum"] == list(GROUP_ORDER)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dualcog.templates import render_prompts
+from dualcog.templates import render_prompt_texts
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "resources" / "demo"
@@ -194,7 +194,7 @@ def test_stored_prompts_are_the_templates_rendering():
             "options": sample.get("label_options"),
             "behavior_instance": sample.get("behavior_instance"),
         }
-        rendered = render_prompts(TEMPLATE_TASK[sample["task_type"]], variables)
+        rendered = render_prompt_texts(TEMPLATE_TASK[sample["task_type"]], variables)
         assert rendered == (sample["system_prompt"], sample["user_prompt"])
 
 

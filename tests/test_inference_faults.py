@@ -181,7 +181,7 @@ def test_max_error_rate_accepts_a_few_transient_failures():
 
 
 def test_progress_lines_show_counts_rate_and_eta_every_few_seconds():
-    from dualcog.inference.common import ProgressReporter
+    from dualcog.inference.progress import ProgressReporter
 
     now = [0.0]
     lines: list[str] = []

@@ -10,7 +10,7 @@ import pytest
 
 from dualcog import schemas
 from dualcog.errors import DataError
-from dualcog.inference import replay_tasks, run_model
+from dualcog.inference import run_model, run_per_model
 
 
 def replay_prompts(sample_ids: list[str]) -> pd.DataFrame:
@@ -164,7 +164,7 @@ def test_one_replay_of_several_tasks_equals_a_replay_per_task(tmp_path):
         "behavior": replay_prompts(["b1", "b2"]).assign(task="behavior"),
     }
     model = {"name": "Authors-Run-Instant", "backend": "replay", "replay": str(source)}
-    together = replay_tasks(model, by_task)
+    together = run_per_model(model, by_task)
     assert list(together) == ["self_position", "behavior"]
     for task, prompts in by_task.items():
         alone = _replay(source, prompts)
@@ -177,7 +177,7 @@ def test_a_sample_in_two_tasks_prompts_is_refused(tmp_path):
     model = {"name": "r", "backend": "replay", "replay": str(tmp_path / "x.jsonl")}
     prompts = replay_prompts(["a1"])
     with pytest.raises(ValueError, match="sample 'a1' more than once"):
-        replay_tasks(model, {"self_position": prompts, "behavior": prompts})
+        run_per_model(model, {"self_position": prompts, "behavior": prompts})
 
 
 def test_run_model_refuses_a_sample_twice(tmp_path):

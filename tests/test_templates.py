@@ -13,7 +13,7 @@ from dualcog.templates import (
     SYSTEM_TEMPLATES,
     TemplateError,
     options_text,
-    render_prompts,
+    render_prompt_texts,
     template_variables,
 )
 
@@ -75,7 +75,7 @@ def test_options_text_one_line_per_option_in_given_order():
 
 
 def test_landmark_position_is_the_seed_template_verbatim():
-    system_prompt, user_prompt = render_prompts("landmark_position", VARIABLES)
+    system_prompt, user_prompt = render_prompt_texts("landmark_position", VARIABLES)
     assert system_prompt == SEED_SYSTEM
     expected_user = (
         SEED_USER.replace("{{reference_object_view}}", "Back-Left")
@@ -87,7 +87,7 @@ def test_landmark_position_is_the_seed_template_verbatim():
 
 @pytest.mark.parametrize("task", [kind.task for kind in REQUEST_KINDS])
 def test_every_request_kind_renders_with_its_canonical_contract(task):
-    system_prompt, user_prompt = render_prompts(task, VARIABLES)
+    system_prompt, user_prompt = render_prompt_texts(task, VARIABLES)
     assert "{{" not in system_prompt + user_prompt
     for section in ("[TASK]:", "[INPUT]:", "[OUTPUT]:", "[NOTE]:"):
         assert section in system_prompt
@@ -96,7 +96,7 @@ def test_every_request_kind_renders_with_its_canonical_contract(task):
 
 
 def test_behavior_contract_and_instructions():
-    system_prompt, user_prompt = render_prompts("behavior", VARIABLES)
+    system_prompt, user_prompt = render_prompt_texts("behavior", VARIABLES)
     assert schema_in(system_prompt) == {
         "answers": [
             {"option_id": "A", "intervals_sec": [[0.0, 1.2]]},
@@ -110,7 +110,7 @@ def test_behavior_contract_and_instructions():
 
 
 def test_visibility_asks_for_count_and_intervals():
-    system_prompt, user_prompt = render_prompts("landmark_visibility", VARIABLES)
+    system_prompt, user_prompt = render_prompt_texts("landmark_visibility", VARIABLES)
     assert schema_in(system_prompt) == {
         "visible_count": 2,
         "visible_intervals_sec": [[0.0, 9.1], [17.7, 26.8]],
@@ -121,7 +121,7 @@ def test_visibility_asks_for_count_and_intervals():
 
 
 def test_future_observation_names_candidate_images_and_box_in_selected_one():
-    system_prompt, user_prompt = render_prompts("future_observation", VARIABLES)
+    system_prompt, user_prompt = render_prompt_texts("future_observation", VARIABLES)
     assert "Images 2-5 are the candidate future views A-D" in system_prompt
     assert "image 2 is option A" in system_prompt and "image 5 is option D" in system_prompt
     assert "a 90-degree clockwise turn around the landmark" in user_prompt
@@ -133,14 +133,14 @@ def test_future_observation_names_candidate_images_and_box_in_selected_one():
 
 def test_image_prompts_other_than_future_list_the_offered_options():
     for task in ("self_position", "action_decision"):
-        _, user_prompt = render_prompts(task, VARIABLES)
+        _, user_prompt = render_prompt_texts(task, VARIABLES)
         assert user_prompt.endswith("Options: A. Front\nB. Back-Left\nC. Right\nD. Left")
 
 
 def test_numpy_values_as_read_from_parquet_are_accepted():
     variables = dict(VARIABLES, options=np.array(OPTIONS, dtype=object))
     variables["duration_sec"] = np.float64(5.0)
-    _, user_prompt = render_prompts("behavior", variables)
+    _, user_prompt = render_prompt_texts("behavior", variables)
     assert "The video lasts 5.0 seconds." in user_prompt
     assert "A. Front\nB. Back-Left" in user_prompt
 
@@ -150,14 +150,14 @@ def test_missing_variable_raises_template_error_naming_it(task):
     for name in template_variables(task):
         variables = {key: value for key, value in VARIABLES.items() if key != name}
         with pytest.raises(TemplateError, match=re.escape(repr(name))) as caught:
-            render_prompts(task, variables)
+            render_prompt_texts(task, variables)
         assert caught.value.variable == name
         assert isinstance(caught.value, KeyError) and isinstance(caught.value, ValueError)
 
 
 def test_null_variable_counts_as_missing():
     with pytest.raises(TemplateError) as caught:
-        render_prompts("landmark_visibility", dict(VARIABLES, duration_sec=None))
+        render_prompt_texts("landmark_visibility", dict(VARIABLES, duration_sec=None))
     assert caught.value.variable == "duration_sec"
     assert str(caught.value) == "task 'landmark_visibility' needs template variable 'duration_sec'"
 
@@ -183,7 +183,7 @@ def test_bad_options_and_unknown_task_raise():
     with pytest.raises(TemplateError, match="'label'"):
         options_text([{"option_id": "A"}])
     with pytest.raises(TemplateError, match="empty"):
-        render_prompts("self_position", dict(VARIABLES, options=[]))
+        render_prompt_texts("self_position", dict(VARIABLES, options=[]))
     with pytest.raises(TemplateError, match="composite_behavior"):
-        render_prompts("composite_behavior", VARIABLES)
+        render_prompt_texts("composite_behavior", VARIABLES)
     assert set(SYSTEM_TEMPLATES) == {kind.task for kind in REQUEST_KINDS}

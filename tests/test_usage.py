@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from dualcog.estimate import estimate, estimate_lines
-from dualcog.inference.cache import ResponseCache, cache_key, cache_path, model_fingerprint
+from dualcog.inference.cache import ResponseCache, answer_settings_json, cache_key, cache_path
 from dualcog.schemas import RESPONSES, write_table
 from dualcog.tables import to_csv, to_markdown
 from dualcog.tables.usage import build_usage
@@ -187,7 +187,7 @@ def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:
     prompts = pd.DataFrame({"sample_id": [f"s{i}" for i in range(5)],
                             "request_key": [f"k{i}" for i in range(5)]})  # fmt: skip
     with ResponseCache(cache_path(tmp_path, "api-Instant", "landmark_position")) as cache:
-        fingerprint = model_fingerprint(model)
+        fingerprint = answer_settings_json(model)
         for i, (p, c) in enumerate([(100, 20), (300, 40)]):
             cache.append(cache_key(f"k{i}", fingerprint), f"s{i}",
                          {"status": "ok", "raw_text": "{}", "prompt_tokens": p,

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-_ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+from dualcog.backends import calls_provider
+from dualcog.routes import env_reference
 
 
 def _slug(text: str) -> str:
@@ -25,14 +26,14 @@ def _slug(text: str) -> str:
 
 def provider_of(model: Mapping[str, Any]) -> str | None:
     """The provider a model's requests go to, or None for models that call no API."""
-    if model.get("backend") != "openai" or model.get("serve"):
+    if not calls_provider(model):
         return None  # offline, replayed, or a server the workflow runs itself
     if model.get("provider"):
         return str(model["provider"])
     api_base = str(model.get("api_base") or "")
-    variable = _ENV_REFERENCE.match(api_base)
+    variable = env_reference(api_base)
     if variable:
-        return _slug(variable.group(1))
+        return _slug(variable)
     parts = urlsplit(api_base if "//" in api_base else f"//{api_base}")
     host = (parts.hostname or "").removeprefix("api.")
     name = _slug(f"{host}_{parts.port}" if parts.port else host)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dualcog.backends import declared
 from dualcog.usage import model_prices
 
 ESTIMATE_COLUMNS = (
@@ -42,12 +43,17 @@ def cache_state(
     cache_dir: str | Path, model: Mapping[str, Any], task: str, prompts: pd.DataFrame
 ) -> CacheState:
     """How many of `prompts` the cache answers, and those answers' reported token counts."""
-    from dualcog.inference.cache import ResponseCache, cache_key, cache_path, model_fingerprint
+    from dualcog.inference.cache import (
+        ResponseCache,
+        answer_settings_json,
+        cache_key,
+        cache_path,
+    )
 
     path = cache_path(cache_dir, str(model["name"]), task)
     if not path.is_file():  # nothing cached yet; do not create the file
         return CacheState(0, [], [])
-    fingerprint = model_fingerprint(model)
+    fingerprint = answer_settings_json(model)
     hits = 0
     prompt_tokens: list[float] = []
     completion_tokens: list[float] = []
@@ -73,7 +79,7 @@ def estimate_model(
 ) -> list[dict[str, Any]]:
     """`ESTIMATE_COLUMNS` rows of one model, one per task of `prompts_by_task`."""
     name, backend = str(model["name"]), str(model.get("backend"))
-    if backend != "openai":
+    if not declared(backend).calls_api:  # only requests to an endpoint cost anything
         return [
             {"model": name, "task": task, "backend": backend, "requests": len(prompts),
              "cached": 0, "to_send": 0, "source": f"nothing sent (backend {backend})"}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dualcog.backends import backend_of, input_files, is_served
 from dualcog.errors import ConfigError, DataError
 from dualcog.ingest import find_manifests
 from dualcog.routes import env_reference
@@ -108,11 +109,10 @@ def model_problems(model: Mapping[str, Any], environ: Mapping[str, str]) -> list
         for field, variable in env_references(dict(model))
         if variable not in environ
     ]
-    if model.get("backend") == "replay":
-        sources = model.get("replay") or []
-        for source in [sources] if isinstance(sources, str) else sources:
-            if not Path(source).is_file():
-                problems.append(Problem(subject, f"replay file {source} does not exist"))
+    field = backend_of(model).input_field
+    for source in input_files(model):
+        if not Path(source).is_file():
+            problems.append(Problem(subject, f"{field} file {source} does not exist"))
     return problems
 
 
@@ -157,7 +157,7 @@ def server_problems(config: Mapping[str, Any]) -> list[Problem]:
     return [
         Problem(f"model {model['name']}", problem)
         for model in config["models"]
-        if model.get("serve") and (problem := vllm_available(model))
+        if is_served(model) and (problem := vllm_available(model))
     ]
 
 

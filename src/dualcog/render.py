@@ -51,11 +51,11 @@ def _prompt_texts(row: Mapping[str, Any]) -> tuple[str, str]:
     system, user = row.get("system_prompt"), row.get("user_prompt")
     if isinstance(system, str) and system and isinstance(user, str) and user:
         return system, user
-    from dualcog.templates import render_prompts
+    from dualcog.templates import render_prompt_texts
 
     variables = json.loads(row["prompt_vars"]) if row.get("prompt_vars") else {}
     try:
-        rendered_system, rendered_user = render_prompts(row["task"], variables)
+        rendered_system, rendered_user = render_prompt_texts(row["task"], variables)
     except (KeyError, ValueError) as exc:
         raise DataError(
             f"no stored prompt and the template cannot be rendered: {exc}",

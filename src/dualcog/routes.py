@@ -25,10 +25,11 @@ from typing import Any
 
 import yaml
 
+from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 
-# The run-name rule of dualcog.inference.common.split_mode, kept here so that configuration
-# does not import the inference package (which imports configuration).
+# A run name's mode suffix (split_mode): the one rule, here so that configuration does not
+# import the inference package (which imports configuration).
 MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking|Reasoning)$")
 
 # The authors' field names -> ours. Only these are read from their file.
@@ -85,6 +86,21 @@ def env_reference(value: Any) -> str | None:
         return None
     match = ENV_REFERENCE.match(value)
     return match.group(1) if match else None
+
+
+def resolve_env_value(value: str | None, field: str) -> str | None:
+    """Read a value that is exactly `${VAR}` from the environment; other values pass through.
+
+    The error names the variable and the field, never a value.
+    """
+    if value is None:
+        return None
+    name = env_reference(str(value))
+    if name is None:
+        return str(value)
+    if name not in os.environ:
+        raise ValueError(f"model config field {field!r} refers to ${{{name}}}, which is not set")
+    return os.environ[name]
 
 
 def read_yaml(path: str | Path, what: str) -> Any:
@@ -177,7 +193,7 @@ def resolve_model(
     """
     name = str(model["name"])
     resolved = copy.deepcopy(dict(model))
-    if resolved.get("backend") != "openai":
+    if not backend_of(resolved).calls_api:
         return resolved
     key = route_key_of(model)
     has_endpoint = bool(model.get("api_base") or model.get("serve"))

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from dualcog.backends import is_served
 from dualcog.errors import DualCogError
 from dualcog.routes import route_key_of
 
@@ -118,7 +119,7 @@ def served_groups(models: list[Mapping[str, Any]]) -> list[ServedGroup]:
     """Served runs grouped by route key and identical serve block, in config order."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for model in models:
-        if model.get("backend") == "openai" and model.get("serve"):
+        if is_served(model):
             block = json.dumps(model["serve"], sort_keys=True, default=str)
             groups.setdefault((route_key_of(model), block), []).append(model)
     result = []

@@ -221,7 +221,7 @@ def _fill(template: str, variables: Mapping[str, object], task: str) -> str:
 
 
 def template_variables(task: str) -> tuple[str, ...]:
-    """The variables `render_prompts` needs for `task` (options_text comes from options)."""
+    """The variables `render_prompt_texts` needs for `task` (options_text comes from options)."""
     if task not in USER_TEMPLATES:
         raise TemplateError(f"no prompt template for task {task!r}")
     names = []
@@ -233,7 +233,7 @@ def template_variables(task: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def render_prompts(task: str, variables: Mapping[str, object]) -> tuple[str, str]:
+def render_prompt_texts(task: str, variables: Mapping[str, object]) -> tuple[str, str]:
     """Render (system_prompt, user_prompt) for a request kind task id."""
     if task not in USER_TEMPLATES:
         raise TemplateError(f"no prompt template for task {task!r}")

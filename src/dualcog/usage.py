@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dualcog.backends import declared
 from dualcog.errors import DataError
 from dualcog.routes import split_mode
 
-BUILTIN_BACKENDS = frozenset({"oracle", "random", "simulated"})
 OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
 OUTCOME_TITLES = {
     "answered": "Answered",
@@ -198,7 +198,7 @@ def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> p
         if config is None:
             continue
         row: dict[str, Any] = {"model": str(model), "task": str(task)}
-        if config.get("backend") in BUILTIN_BACKENDS:
+        if not declared(config.get("backend")).reports_usage:
             rows.append(row)
             continue
         sent = group[group["status"].isin(["ok", "error"])]
@@ -239,7 +239,7 @@ def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict
     for model in models:
         name = str(model["name"])
         mode = has_mode(name)
-        if model.get("backend") in BUILTIN_BACKENDS or mode not in ("Thinking", "Instant"):
+        if not declared(model.get("backend")).reports_usage or mode not in ("Thinking", "Instant"):
             continue
         answers = ok[ok["model"] == name]
         if answers.empty:

@@ -1,18 +1,16 @@
 """Inference: turn rendered prompts into raw responses (schemas.RESPONSES).
 
-Backends: `oracle`, `random`, `simulated` (offline, gold-aware), `replay` (responses read from
-files) and `openai` (OpenAI-compatible Chat Completions with a crash-safe response cache).
+Backends and what each needs are declared in `dualcog.backends`; their runners live here.
 """
 
 from dualcog.config import NON_ANSWER_KEYS
-from dualcog.inference.cache import cache_key, cache_path, model_fingerprint
-from dualcog.inference.common import split_mode
+from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
-from dualcog.inference.runner import BACKENDS, replay_tasks, run_model
+from dualcog.inference.runner import run_model, run_per_model
+from dualcog.routes import split_mode
 
 __all__ = [
-    "BACKENDS",
     "FAMILY_MODE_BODIES",
     "NON_ANSWER_KEYS",
     "build_messages",
@@ -20,9 +18,9 @@ __all__ = [
     "cache_path",
     "media_data_uri",
     "media_path",
-    "model_fingerprint",
-    "replay_tasks",
+    "answer_settings_json",
     "request_settings",
     "run_model",
+    "run_per_model",
     "split_mode",
 ]

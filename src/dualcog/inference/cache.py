@@ -57,7 +57,7 @@ CACHED_FIELDS = (
 )
 
 
-def model_fingerprint(model: Mapping[str, Any]) -> str:
+def answer_settings_json(model: Mapping[str, Any]) -> str:
     """Canonical JSON of the model settings that can change an answer."""
     return json.dumps(answer_settings(model), sort_keys=True, separators=(",", ":"), default=str)
 

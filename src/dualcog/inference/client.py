@@ -28,7 +28,7 @@ import anyio
 import httpx2
 import openai
 
-from dualcog.inference.common import escape_lone_surrogates
+from dualcog.inference.values import escape_lone_surrogates
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.

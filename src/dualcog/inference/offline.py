@@ -6,19 +6,17 @@ row's answer does not depend on row order or on which other samples are in the r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-from dualcog.inference.common import (
-    as_list,
-    canonical_json,
-    is_missing,
-    response_row,
-    sample_seed,
-    to_plain,
-)
+from dualcog.backends import RunInputs
+from dualcog.inference.progress import ProgressReporter
+from dualcog.inference.rows import response_row
+from dualcog.inference.values import as_list, canonical_json, is_missing, to_plain
 from dualcog.tasks import IMAGE_TASKS
 
 SIMULATED_QUIRKS = (
@@ -36,6 +34,12 @@ GARBAGE_TEXTS = (
     "The landmark appears near the center of the view; option unclear.",
     "Answer: could not be established with confidence",
 )
+
+
+def sample_seed(seed: int, sample_id: str, stream: str) -> int:
+    """A 64-bit seed for one (run seed, sample, purpose); independent of row order."""
+    digest = hashlib.sha256(f"{seed}\x00{sample_id}\x00{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def _rng(seed: int, sample_id: str, stream: str) -> random.Random:
@@ -304,42 +308,68 @@ def json_pretty(value: Any) -> str:
     return json.dumps(value, indent=2)
 
 
-def offline_row(
-    model: Mapping[str, Any],
-    backend: str,
-    prompt: Mapping[str, Any],
-    sample: Mapping[str, Any],
-) -> dict[str, Any]:
-    """One response row for an offline backend."""
-    task = str(prompt["task"])
-    name = str(model["name"])
+def _oracle_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Mapping) -> str:
+    return canonical_json(oracle_answer(str(prompt["task"]), sample))
+
+
+def _random_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Mapping) -> str:
     seed = int(model.get("seed", 0))
-    if backend == "oracle":
-        text = canonical_json(oracle_answer(task, sample))
-    elif backend == "random":
-        text = canonical_json(random_answer(task, prompt, sample, seed))
-    elif backend == "simulated":
-        quirks = set(as_list(model.get("quirks")))
-        unknown = quirks - set(SIMULATED_QUIRKS)
-        if unknown:
-            raise ValueError(f"unknown simulated quirks {sorted(unknown)}")
-        answer = simulated_answer(
-            task,
-            prompt,
-            sample,
-            seed,
-            skill=float(model.get("skill", 0.7)),
-            jitter=float(model.get("jitter", 0.05)),
-        )
-        quirk_rng = _rng(seed, str(prompt["sample_id"]), "quirks")
-        text = apply_quirks(
-            task,
-            answer,
-            quirks,
-            quirk_rng,
-            garbage_rate=float(model.get("garbage_rate", 0.1)),
-            reversed_rate=float(model.get("reversed_rate", 0.3)),
-        )
-    else:
-        raise ValueError(f"not an offline backend: {backend!r}")
-    return response_row(prompt, name, backend, raw_text=text, status="ok")
+    return canonical_json(random_answer(str(prompt["task"]), prompt, sample, seed))
+
+
+def _simulated_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Mapping) -> str:
+    task = str(prompt["task"])
+    seed = int(model.get("seed", 0))
+    quirks = set(as_list(model.get("quirks")))
+    unknown = quirks - set(SIMULATED_QUIRKS)
+    if unknown:
+        raise ValueError(f"unknown simulated quirks {sorted(unknown)}")
+    answer = simulated_answer(
+        task,
+        prompt,
+        sample,
+        seed,
+        skill=float(model.get("skill", 0.7)),
+        jitter=float(model.get("jitter", 0.05)),
+    )
+    quirk_rng = _rng(seed, str(prompt["sample_id"]), "quirks")
+    return apply_quirks(
+        task,
+        answer,
+        quirks,
+        quirk_rng,
+        garbage_rate=float(model.get("garbage_rate", 0.1)),
+        reversed_rate=float(model.get("reversed_rate", 0.3)),
+    )
+
+
+AnswerText = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], str]
+
+
+def _run_offline(
+    answer_text: AnswerText,
+    model: Mapping[str, Any],
+    prompt_rows: list[dict[str, Any]],
+    inputs: RunInputs,
+) -> list[dict[str, Any]]:
+    """One `ok` row per prompt row, its text made from the prompt and its sample."""
+    name = str(model["name"])
+    by_id = {row["sample_id"]: row for row in inputs.samples.to_dict(orient="records")}
+    tasks = "+".join(dict.fromkeys(str(row["task"]) for row in prompt_rows)) or model["backend"]
+    reporter = ProgressReporter(f"{name}/{tasks}", len(prompt_rows), inputs.progress)
+    rows = []
+    for prompt in prompt_rows:
+        sample = by_id.get(prompt["sample_id"])
+        if sample is None:
+            raise KeyError(f"sample {prompt['sample_id']!r} is in the prompts but not the samples")
+        text = answer_text(model, prompt, sample)
+        rows.append(response_row(prompt, name, model["backend"], raw_text=text, status="ok"))
+        reporter.add("ok")
+    reporter.finish()
+    return rows
+
+
+# The runners the registry names (dualcog.backends).
+run_oracle = partial(_run_offline, _oracle_text)
+run_random = partial(_run_offline, _random_text)
+run_simulated = partial(_run_offline, _simulated_text)

@@ -20,23 +20,22 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.backends import RunInputs
 from dualcog.inference.budget import ConcurrencySlots, RateBudget, budget_folder
 from dualcog.inference.cache import (
     CACHED_FIELDS,
     CacheWriter,
     ResponseCache,
+    answer_settings_json,
     cache_key,
     cache_path,
     model_cache_dir,
-    model_fingerprint,
 )
-from dualcog.inference.common import (
-    ProgressReporter,
-    escape_lone_surrogates,
-    response_row,
-)
+from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
+from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
+from dualcog.inference.values import escape_lone_surrogates
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -69,7 +68,7 @@ class OpenAIRunner:
         self.model = dict(model)
         self.settings = request_settings(model)
         self.media_store = Path(media_store)
-        self.fingerprint = model_fingerprint(model)
+        self.fingerprint = answer_settings_json(model)
         self.secrets = [self.settings.api_key]
         self.jitter = random.Random()  # backoff jitter only; never touches answers
 
@@ -219,3 +218,18 @@ class OpenAIRunner:
                     writer.close()
         reporter.finish()
         return [row for row in rows if row is not None]
+
+
+def run_openai(
+    model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
+) -> list[dict[str, Any]]:
+    """The registry's runner (dualcog.backends): one engine run per task, rows in order."""
+    runner = OpenAIRunner(model, inputs.media_store)
+    rows_by_index: dict[int, dict[str, Any]] = {}
+    for task in dict.fromkeys(row["task"] for row in prompt_rows):
+        indices = [i for i, row in enumerate(prompt_rows) if row["task"] == task]
+        task_rows = runner.run(
+            [prompt_rows[i] for i in indices], inputs.cache_dir, task, inputs.progress
+        )
+        rows_by_index.update(zip(indices, task_rows, strict=True))
+    return [rows_by_index[i] for i in range(len(prompt_rows))]

@@ -144,10 +144,13 @@ def assess(
 def record_outcome(
     model: Mapping[str, Any], task: str, responses: Any, cache_dir: Path | str
 ) -> JobOutcome | None:
-    """For an `openai` job: assess its responses frame, write the outcome beside the cache and
-    log what failed. The caller raises `InferenceFailed` when `outcome.failed`, before writing
-    its output, so that a plain rerun retries the failed requests."""
-    if model.get("backend") != "openai":
+    """For a job of a backend that counts failures: assess its responses frame, write the
+    outcome beside the cache and log what failed. The caller raises `InferenceFailed` when
+    `outcome.failed`, before writing its output, so that a plain rerun retries the failed
+    requests."""
+    from dualcog.backends import backend_of
+
+    if not backend_of(model).counts_failures:
         return None
     import logging
 
@@ -181,12 +184,13 @@ def read_outcome(path: Path) -> JobOutcome | None:
 
 def run_summary(config: Mapping[str, Any]) -> list[str]:
     """Lines naming every (model, task) of the config whose last job had failures."""
+    from dualcog.backends import backend_of
     from dualcog.config import model_tasks
     from dualcog.sharding import job_labels
 
     lines: list[str] = []
     for model in config.get("models", []):
-        if model.get("backend") != "openai":
+        if not backend_of(model).counts_failures:
             continue
         for task in model_tasks(config, model):
             for label in job_labels(model, task):  # the task, or each of its shards

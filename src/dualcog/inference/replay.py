@@ -16,14 +16,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from dualcog.backends import RunInputs
 from dualcog.errors import DataError
-from dualcog.inference.common import (
-    ProgressFn,
-    as_list,
-    escape_lone_surrogates,
-    is_missing,
-    response_row,
-)
+from dualcog.inference.progress import ProgressFn
+from dualcog.inference.rows import response_row
+from dualcog.inference.values import as_list, escape_lone_surrogates, is_missing
 from dualcog.parsing.sources import record_is_response
 
 LOG = logging.getLogger(__name__)
@@ -218,3 +215,10 @@ def replay_rows(
         found = sum(r["status"] == "ok" for r in rows)
         progress(f"{name}: replay found {found}/{len(rows)} responses")
     return rows
+
+
+def run_replay(
+    model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
+) -> list[dict[str, Any]]:
+    """The registry's runner (dualcog.backends): reads only the model's files."""
+    return replay_rows(model, prompt_rows, inputs.progress)

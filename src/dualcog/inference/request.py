@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dualcog.inference.common import as_list, is_missing, resolve_env_value, split_mode
 from dualcog.inference.media import media_data_uri
+from dualcog.inference.values import as_list, is_missing
+from dualcog.routes import resolve_env_value, split_mode
 
 DEFAULT_TEMPERATURE = 0.0
 DEFAULT_MAX_TOKENS = 2048

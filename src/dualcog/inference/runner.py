@@ -1,4 +1,5 @@
-"""`run_model`: one model run over a prompts frame, dispatched to its backend."""
+"""`run_model`: one model run over a prompts frame, handed to its backend's runner
+(dualcog.backends)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from dualcog.inference.common import ProgressFn, ProgressReporter, responses_frame
-from dualcog.inference.offline import offline_row
-from dualcog.inference.replay import replay_rows
-
-OFFLINE_BACKENDS = ("oracle", "random", "simulated")
-BACKENDS = (*OFFLINE_BACKENDS, "replay", "openai")
+from dualcog.backends import RunInputs, backend_of, missing_fields
+from dualcog.inference.progress import ProgressFn
+from dualcog.inference.rows import responses_frame
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -28,6 +26,22 @@ def _require_unique_samples(prompt_rows: list[dict[str, Any]]) -> None:
         seen.add(row["sample_id"])
 
 
+def _run(
+    model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
+) -> list[dict[str, Any]]:
+    if "name" not in model or not model["name"]:
+        raise ValueError("a model config needs a `name` (the run name)")
+    backend = backend_of(model)
+    missing = missing_fields(model)
+    if missing:
+        raise ValueError(
+            f"model {model['name']!r}: backend {backend.name} needs "
+            + ", ".join(f"`{field}`" for field in missing)
+        )
+    _require_unique_samples(prompt_rows)
+    return backend.load_runner()(model, prompt_rows, inputs)
+
+
 def run_model(
     model: Mapping[str, Any],
     prompts: pd.DataFrame,
@@ -37,70 +51,32 @@ def run_model(
     progress: ProgressFn | None = None,
 ) -> pd.DataFrame:
     """Responses (schemas.RESPONSES) of one model run, one row per prompt row, in order."""
-    if "name" not in model or not model["name"]:
-        raise ValueError("a model config needs a `name` (the run name)")
-    backend = model.get("backend")
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"model {model['name']!r}: unknown backend {backend!r} (one of {BACKENDS})"
-        )
-    prompt_rows = _records(prompts)
-    _require_unique_samples(prompt_rows)
-    if backend in OFFLINE_BACKENDS:
-        return responses_frame(_offline(model, backend, prompt_rows, samples, progress))
-    if backend == "replay":
-        return responses_frame(replay_rows(model, prompt_rows, progress))
-    # Imported here so that offline and replay jobs never load the HTTP stack.
-    from dualcog.inference.openai_backend import OpenAIRunner
-
-    runner = OpenAIRunner(model, Path(media_store))
-    rows_by_index: dict[int, dict[str, Any]] = {}
-    for task in dict.fromkeys(row["task"] for row in prompt_rows):
-        indices = [i for i, row in enumerate(prompt_rows) if row["task"] == task]
-        task_rows = runner.run([prompt_rows[i] for i in indices], Path(cache_dir), task, progress)
-        rows_by_index.update(zip(indices, task_rows, strict=True))
-    return responses_frame([rows_by_index[i] for i in range(len(prompt_rows))])
+    inputs = RunInputs(samples, Path(media_store), Path(cache_dir), progress)
+    return responses_frame(_run(model, _records(prompts), inputs))
 
 
-def replay_tasks(
+def run_per_model(
     model: Mapping[str, Any],
     prompts_by_task: Mapping[str, pd.DataFrame],
     progress: ProgressFn | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Responses of one replayed run for several request kinds, its files read once.
+    """Responses of one run for several request kinds in one runner call (a backend declared
+    `run_per_model`, e.g. replay: its files read once).
 
     Each kind's frame equals `run_model` on that kind's prompts alone: a sample's response is
-    the last response row for its id, whichever kinds are replayed with it.
+    the last response row for its id, whichever kinds are run with it.
     """
-    if model.get("backend") != "replay":
-        raise ValueError(f"model {model.get('name')!r}: replay_tasks needs backend replay")
+    if not backend_of(model).run_per_model:
+        raise ValueError(
+            f"model {model.get('name')!r}: backend {model.get('backend')} runs one job per task"
+        )
     rows_by_task = {task: _records(frame) for task, frame in prompts_by_task.items()}
     prompt_rows = [row for rows in rows_by_task.values() for row in rows]
-    _require_unique_samples(prompt_rows)
-    replayed = replay_rows(model, prompt_rows, progress)
+    # Such runners read neither samples nor media nor a cache (Backend.run_per_model).
+    inputs = RunInputs(pd.DataFrame(), Path(), Path(), progress)
+    answered = _run(model, prompt_rows, inputs)
     out, at = {}, 0
     for task, rows in rows_by_task.items():
-        out[task] = responses_frame(replayed[at : at + len(rows)])
+        out[task] = responses_frame(answered[at : at + len(rows)])
         at += len(rows)
     return out
-
-
-def _offline(
-    model: Mapping[str, Any],
-    backend: str,
-    prompt_rows: list[dict[str, Any]],
-    samples: pd.DataFrame,
-    progress: ProgressFn | None,
-) -> list[dict[str, Any]]:
-    by_id = {row["sample_id"]: row for row in _records(samples)}
-    tasks = "+".join(dict.fromkeys(str(row["task"]) for row in prompt_rows)) or backend
-    reporter = ProgressReporter(f"{model['name']}/{tasks}", len(prompt_rows), progress)
-    rows = []
-    for prompt in prompt_rows:
-        sample = by_id.get(prompt["sample_id"])
-        if sample is None:
-            raise KeyError(f"sample {prompt['sample_id']!r} is in the prompts but not the samples")
-        rows.append(offline_row(model, backend, prompt, sample))
-        reporter.add("ok")
-    reporter.finish()
-    return rows

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from dualcog.backends import declared
 from dualcog.scoring.dual import FAMILY_SIDES
 from dualcog.tables.build import build_audit, build_main, model_rows
 from dualcog.tables.cells import COVERAGE_HEADER, DASH, Cell, Grid, grid, legend_lines, stamp_items
@@ -244,6 +245,10 @@ def _table_model(variant: Variant, context: PageContext, badges: Mapping[str, li
     }
 
 
+# A display name with this word already says that the run is replayed.
+REPLAY_WORD = "replay"
+
+
 def _badges(
     models: Sequence[Mapping], mode_flags: Mapping[str, str] | None = None
 ) -> dict[str, list[str]]:
@@ -253,7 +258,7 @@ def _badges(
         marks = []
         # The label already says "(simulated)" and carries the T mark; replayed runs are
         # labelled here unless their display name says so.
-        if row["backend"] == "replay" and "replay" not in row["label"].lower():
+        if declared(row["backend"]).recorded and REPLAY_WORD not in row["label"].lower():
             marks.append("replayed")
         if mode_flags and model in mode_flags:  # the thinking switch seems not to have worked
             marks.append("mode?")

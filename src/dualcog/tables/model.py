@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from dualcog.backends import declared
 from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK
 
 GROUP_ORDER = ("proprietary", "open-weights", "spatial", "baseline")
@@ -24,7 +25,7 @@ def marked_label(model: Mapping[str, Any], simulated_mark: str, thinking_mark: s
     """A run's display name (else its run name) with the marks of a simulated backend and of
     a Thinking-only run; tables and plot legends differ only in the marks' wording."""
     label = model.get("display_name") or model["name"]
-    if model.get("backend") == "simulated":
+    if declared(model.get("backend")).simulated:
         label += simulated_mark
     if model.get("reasoning_only"):
         label += thinking_mark

@@ -1,0 +1,66 @@
+"""RESPONSES rows: what every backend's runner returns, and the frame they make."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from dualcog import schemas
+
+
+def response_row(
+    prompt: Mapping[str, Any],
+    model_name: str,
+    backend: str,
+    *,
+    raw_text: str | None = None,
+    reasoning_text: str | None = None,
+    status: str = "ok",
+    error_type: str | None = None,
+    error_message: str | None = None,
+    attempts: int | None = None,
+    latency_ms: float | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+    finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """One RESPONSES row; a failure never carries answer text."""
+    if status not in schemas.RESPONSE_STATUSES:
+        raise ValueError(f"unknown response status {status!r}")
+    if status != "ok":
+        raw_text = None
+        reasoning_text = None
+    elif raw_text is None:
+        raise ValueError("an ok response needs raw_text (an empty string is allowed)")
+    return {
+        "sample_id": prompt["sample_id"],
+        "task": prompt["task"],
+        "model": model_name,
+        "backend": backend,
+        "request_key": prompt["request_key"],
+        "raw_text": raw_text,
+        "reasoning_text": reasoning_text,
+        "status": status,
+        "error_type": error_type,
+        "error_message": error_message,
+        "attempts": attempts,
+        "latency_ms": latency_ms,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "reasoning_tokens": reasoning_tokens,
+        "finish_reason": finish_reason,
+    }
+
+
+def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows -> frame in RESPONSES column order, checked against the schema."""
+    frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
+    for column in ("attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens"):
+        frame[column] = frame[column].astype("Int64")
+    frame["attempts"] = frame["attempts"].astype("Int32")
+    frame["latency_ms"] = frame["latency_ms"].astype("float64")
+    schemas.to_table(frame, schemas.RESPONSES)  # raises when a column does not conform
+    return frame
