@@ -50,11 +50,15 @@ onstart:
     logger.info(f"Scoring kernels compiled or loaded in {compile_kernels():.1f} s.")
 
 
-# Models whose requests failed, the count of each error type and what to type next.
+# Models whose requests failed, the count of each error type and what to type next; after a
+# success also each model's coverage and unanswered requests, and where the outputs are.
 onsuccess:
     from dualcog.inference.outcome import print_run_summary
+    from dualcog.summary import print_final_summary
 
     print_run_summary(config)
+    # Per-model columns of other summaries (usage, outcome classes) go in `extra`.
+    print_final_summary(config, extra=())
 
 
 onerror:

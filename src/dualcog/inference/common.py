@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dualcog import schemas
+from dualcog.console import format_duration
 
 MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking|Reasoning)$")
 ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -227,16 +228,6 @@ class ProgressReporter:
             f"{self.done}/{self.total} done, ok={self.ok}, errors={self.errors}, "
             f"cached={self.cached}, {rate:.2f} req/s, ETA {eta}, elapsed {format_duration(elapsed)}"
         )
-
-
-def format_duration(seconds: float) -> str:
-    """`42s`, `3m05s`, `2h07m`."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
