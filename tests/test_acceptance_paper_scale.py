@@ -30,6 +30,7 @@ from workflow_runner import REPO
 pytestmark = pytest.mark.integration
 
 RUNS, SIMULATED = 45, 2
+EXPLORED = "sim-run-01-Instant"  # the explorer page opened
 CONSOLE_LIMIT = 300_000  # bytes of stdout + stderr for the whole run
 OVERFULL_LIMIT_PT = 10.0
 TEX_PREAMBLE = r"""\documentclass[%s]{article}
@@ -123,6 +124,17 @@ def test_every_tex_compiles_in_a_paper(paper_run, tmp_path, columns) -> None:
         assert not too_wide, f"{source.name} in {columns}: overfull by {too_wide} pt"
 
 
+def test_legends_are_smaller_than_the_table_and_in_readers_words(paper_run) -> None:
+    workdir, _ = paper_run
+    for source in sorted((workdir / "results" / "tables").glob("*.tex")):
+        text = source.read_text(encoding="utf-8")
+        legend = re.search(r"\\parbox\{\\linewidth\}\{(\\\w+)\\raggedright\n(.*?)\n\}", text, re.S)
+        assert legend, f"{source.name}: no legend"
+        assert legend.group(1) == r"\scriptsize"  # the table itself is \footnotesize
+        assert "\\_" not in legend.group(2), f"{source.name}: a code identifier in the legend"
+        assert "results/" not in legend.group(2) and ".py" not in legend.group(2)
+
+
 def test_overfull_boxes_are_read_from_the_log() -> None:
     log = "Overfull \\hbox (12.5pt too wide) in paragraph\nOverfull \\hbox (0.3pt too wide) in"
     assert overfull_boxes(log) == [12.5, 0.3]
@@ -143,7 +155,7 @@ def test_pages_open_without_console_errors(paper_run) -> None:
         for link in {urlsplit(href).path for href in links}:
             assert Path(link).is_file(), f"dead explorer link {link}"
         # An explorer page, then one opened by a leaderboard link (on a task).
-        for url in ((results / "explorer" / "sim-run-01-Instant.html").as_uri(), links[0]):
+        for url in ((results / "explorer" / f"{EXPLORED}.html").as_uri(), links[0]):
             browser.open(url)
             browser.wait_for("document.body.dataset.rendered")
             assert browser.evaluate("document.querySelectorAll('#cards article').length") > 0
