@@ -256,7 +256,11 @@ def main() -> None:
     replayed = args.runs - args.simulated
     models = write_runs(out, data, samples, replayed)
     models += simulated_models(replayed, args.simulated)
-    config = {"data_root": DATA_DIR, "models": models}  # every table format, as a paper needs
+    config = {  # every table format: a paper needs the LaTeX, the report the HTML
+        "data_root": DATA_DIR,
+        "tables": {"formats": ["csv", "md", "tex", "html"]},
+        "models": models,
+    }
     config_path = out / "config" / "config.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

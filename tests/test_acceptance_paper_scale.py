@@ -60,6 +60,7 @@ def paper_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     run = snakemake(workdir)
+    (workdir / "console.txt").write_bytes(run.stdout + run.stderr)  # to read when a check fails
     assert run.returncode == 0, run.stderr.decode(errors="replace")[-4000:]
     return workdir, run
 
