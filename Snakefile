@@ -50,11 +50,19 @@ onstart:
     logger.info(f"Scoring kernels compiled or loaded in {compile_kernels():.1f} s.")
 
 
-# Models whose requests failed, the count of each error type and what to type next.
+# Models whose requests failed, the count of each error type and what to type next; after a
+# success also each model's coverage and unanswered requests, and where the outputs are.
 onsuccess:
+    import sys
+
     from dualcog.inference.outcome import print_run_summary
+    from dualcog.summary import print_final_summary
+    from dualcog.usage import run_usage_lines
 
     print_run_summary(config)
+    print_final_summary(config)
+    for line in run_usage_lines(config):  # requests, tokens and dollars per model
+        print(line, file=sys.stderr)
 
 
 onerror:

@@ -8,7 +8,7 @@ from dualcog.errors import DualCogError
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media import missing_media
-from dualcog.runtime import log, run_step
+from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 from dualcog.sharding import select_shard, shard_label
 
@@ -48,7 +48,7 @@ def main(sm):
         samples,
         Path(sm.params.media_store),
         Path(sm.params.cache_dir),
-        progress=log.info,  # the engine's lines start with model/task already
+        progress=progress_logger(),  # the engine's lines start with model/task already
     )
     log.info("status counts: %s", responses["status"].value_counts().to_dict())
     outcome = record_outcome(model, label, responses, sm.params.cache_dir)

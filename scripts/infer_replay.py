@@ -3,7 +3,7 @@
 
 from dualcog.config import model_by_name, validate_config
 from dualcog.inference import run_per_model
-from dualcog.runtime import log, run_step
+from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 
 
@@ -16,7 +16,7 @@ def main(sm):
         "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
         ", ".join(tasks),
     )  # fmt: skip
-    responses = run_per_model(model, prompts, progress=log.info)
+    responses = run_per_model(model, prompts, progress=progress_logger())
     for task, output in zip(tasks, sm.output, strict=True):
         frame = responses[task]
         log.info("%s: status counts %s", task, frame["status"].value_counts().to_dict())

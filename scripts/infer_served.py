@@ -5,7 +5,7 @@ from pathlib import Path
 from dualcog.config import model_by_name, validate_config
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
-from dualcog.runtime import log, run_step
+from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 from dualcog.serving import ManagedServer, exit_on_signals, serve_spec
 
@@ -43,7 +43,7 @@ def main(sm):
                 task_samples,
                 Path(sm.params.media_store),
                 Path(sm.params.cache_dir),
-                progress=log.info,  # the engine's lines start with run/task already
+                progress=progress_logger(),  # the engine's lines start with run/task already
             )
             # Errors caused by a server that died are the server's, not the model's.
             server.check_alive()

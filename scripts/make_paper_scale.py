@@ -12,11 +12,13 @@ Beside the benchmark it writes recorded runs of `--runs` simulated models in the
 `responses.jsonl` format (one file per scene and modality per run, as upstream), with the
 demo recorder's quirks: fenced, prose-wrapped and think-block answers, per-mille boxes,
 completion order, failed requests resumed later, requests that failed twice, truncated
-reasoning, refusals and re-answered samples. `config/config.yaml` replays all of them:
+reasoning, refusals and re-answered samples, in Instant/Thinking pairs over the paper's
+model groups. `config/config.yaml` replays all of them (and runs the simulated ones):
 `OUT` is a ready working directory (`snakemake --directory OUT`), the benchmark in `OUT/data`.
 
 Usage: python scripts/make_paper_scale.py --out paper_scale [--scenes 12 --landmarks 512
-       --runs 45]   (the defaults are the paper's sizes; smaller ones give a scale test)
+       --runs 45 --simulated 0]   (the defaults are the paper's sizes; smaller ones give a
+       scale test; `--simulated N` makes the last N runs seeded simulated models instead)
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ TASK_ROOT = make_demo.TASK_ROOT
 IMAGE_DIR, VIDEO_DIR = "image_tasks/manifests", "video_tasks/datasets"
 STAMP = "20250314_101500"
 MODES = ("Instant", "Thinking")
+GROUPS = ("proprietary", "open-weights", "spatial")  # the paper's model groups
+SIMULATED_QUIRKS = ["per_mille", "fence", "think", "prose", "alias_keys"]
 DATA_DIR = "data"  # the benchmark; the folder above it is the workflow's working directory
 
 
@@ -166,7 +170,31 @@ def build_benchmark(out: Path, scenes: int, landmarks: int) -> dict[str, dict[st
 
 
 def run_name(i: int) -> str:
-    return f"sim-run-{i + 1:02d}-{MODES[i % 2]}"
+    """Runs come in Instant/Thinking pairs of one model, as in the paper's tables."""
+    return f"sim-run-{i // 2 + 1:02d}-{MODES[i % 2]}"
+
+
+def run_group(i: int) -> str:
+    return GROUPS[(i // 2) % len(GROUPS)]
+
+
+def simulated_models(first: int, count: int) -> list[dict]:
+    """Models answered by the seeded `simulated` backend (one infer job per task), beside
+    the replayed runs; each its own skill and output quirks."""
+    models = []
+    for i in range(first, first + count):
+        rng = random.Random(2000 + i)
+        models.append(
+            {
+                "name": run_name(i),
+                "backend": "simulated",
+                "group": run_group(i),
+                "seed": 100 + i,
+                "skill": round(0.3 + 0.6 * rng.random(), 2),
+                "quirks": rng.sample(SIMULATED_QUIRKS, 2),
+            }
+        )
+    return models
 
 
 def write_runs(
@@ -199,7 +227,7 @@ def write_runs(
             {
                 "name": name,
                 "backend": "replay",
-                "group": "open-weights" if i % 3 else "proprietary",
+                "group": run_group(i),
                 "replay": paths,
             }
         )
@@ -211,7 +239,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--scenes", type=int, default=12)
     parser.add_argument("--landmarks", type=int, default=512)
-    parser.add_argument("--runs", type=int, default=45)
+    parser.add_argument("--runs", type=int, default=45, help="model runs in all")
+    parser.add_argument(
+        "--simulated", type=int, default=0, help="how many of the runs use the simulated backend"
+    )
     args = parser.parse_args()
     if args.landmarks < args.scenes:
         parser.error("--landmarks must be at least --scenes")
@@ -220,8 +251,16 @@ def main() -> None:
     if data.exists():
         shutil.rmtree(data)  # a smaller earlier size must not linger
     samples = build_benchmark(data, args.scenes, args.landmarks)
-    models = write_runs(out, data, samples, args.runs)
-    config = {"data_root": DATA_DIR, "tables": {"formats": ["csv", "md"]}, "models": models}
+    if not 0 <= args.simulated <= args.runs:
+        parser.error("--simulated must be between 0 and --runs")
+    replayed = args.runs - args.simulated
+    models = write_runs(out, data, samples, replayed)
+    models += simulated_models(replayed, args.simulated)
+    config = {  # every table format: a paper needs the LaTeX, the report the HTML
+        "data_root": DATA_DIR,
+        "tables": {"formats": ["csv", "md", "tex", "html"]},
+        "models": models,
+    }
     config_path = out / "config" / "config.yaml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -229,7 +268,8 @@ def main() -> None:
     n_video = sum(len(s["video"]) for s in samples.values())
     print(
         f"wrote {len(samples)} scenes, {args.landmarks} landmarks, {n_image} image and "
-        f"{n_video} video samples, {len(models)} recorded runs under {out} "
+        f"{n_video} video samples, {replayed} recorded and {args.simulated} simulated runs "
+        f"under {out} "
         f"(run it: snakemake --directory {out} --cores 2)"
     )
 

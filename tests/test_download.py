@@ -277,7 +277,7 @@ def test_the_workflow_scores_what_it_fetched_as_it_scores_the_demo(hub, tmp_path
     # No revision in the evaluating configuration: the folder's record pins it.
     write_config(fetched, {**base, "data_root": "release", "download": download})
     run = run_snakemake(fetched, env=env)
-    assert "rule download" not in run.stdout + run.stderr  # verified already: not fetched again
+    assert "start download" not in run.stdout + run.stderr  # verified already: not fetched again
     write_config(plain, {**base, "data_root": str(DEMO)})
     run_snakemake(plain)
     ours = pd.read_parquet(fetched / "results/metrics/metrics.parquet")

@@ -13,11 +13,20 @@ from typing import Any
 from dualcog.errors import DualCogError
 
 log = logging.getLogger("dualcog")
+# Progress lines (rate-limited by their reporters) also reach the console; other INFO lines
+# go to the job's log file only, so a run's console stays a line per job start and end.
+progress_log = logging.getLogger("dualcog.progress")
+
+
+def _console_worthy(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name == progress_log.name
 
 
 def setup_logging(log_path: str | Path | None) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    console = logging.StreamHandler(sys.stderr)
+    handlers: list[logging.Handler] = [console]
     if log_path:
+        console.addFilter(_console_worthy)  # without a log file, everything stays on stderr
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
     logging.basicConfig(
@@ -48,5 +57,8 @@ def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
     )
 
 
-def progress_logger(prefix: str) -> Callable[[str], None]:
-    return lambda message: log.info("%s: %s", prefix, message)
+def progress_logger(prefix: str | None = None) -> Callable[[str], None]:
+    """A sink for progress lines; `prefix` starts each line when the lines lack a label."""
+    if prefix is None:
+        return progress_log.info
+    return lambda message: progress_log.info("%s: %s", prefix, message)

@@ -6,6 +6,8 @@ import math
 import time
 from collections.abc import Callable
 
+from dualcog.console import format_duration
+
 ProgressFn = Callable[[str], None]
 
 
@@ -93,13 +95,3 @@ class ProgressReporter:
             f"{self.done}/{self.total} done, ok={self.ok}, errors={self.errors}, "
             f"cached={self.cached}, {rate:.2f} req/s, ETA {eta}, elapsed {format_duration(elapsed)}"
         )
-
-
-def format_duration(seconds: float) -> str:
-    """`42s`, `3m05s`, `2h07m`."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

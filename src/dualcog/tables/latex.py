@@ -60,6 +60,8 @@ SHORT_HEADERS = {
     "Coverage": "Cov.",
 }
 STAGE_PREFIX = "n "
+# The LaTeX headers name the stage columns under "Samples per parse stage", not "n <stage>".
+LEGEND_WORDING = {"n <stage>:": "Samples per parse stage:"}
 
 
 def latex_escape(text: str) -> str:
@@ -127,6 +129,12 @@ def _spans(layout: Grid) -> list[tuple[str, int, int]]:
     return spans
 
 
+def _latex_wording(line: str) -> str:
+    for old, new in LEGEND_WORDING.items():
+        line = line.replace(old, new)
+    return line
+
+
 def _label(name: str) -> str:
     return "tab:" + re.sub(r"[^A-Za-z0-9:_-]", "-", name)
 
@@ -139,7 +147,7 @@ def to_latex(table: Table, stamp: Stamp | None = None) -> str:
         latex_escape(_short(header, column))
         for header, column in zip(layout.headers, layout.columns, strict=True)
     ]
-    notes = legend_lines(table, layout)
+    notes = [_latex_wording(line) for line in legend_lines(table, layout)]
     abbreviations = _abbreviations(layout)
     if abbreviations:
         notes.append(f"Headers: {abbreviations}.")

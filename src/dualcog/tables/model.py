@@ -102,9 +102,17 @@ class Table:
         return [c.header for c in self.columns]
 
 
+# What a dual family's values pair up, in the words of the legends (its id is a code name).
+FAMILY_TITLES = {
+    "position": "dual pairs of LP and SP samples",
+    "action_observation": "dual pairs of FO and AD samples",
+    "video": "dual pairs of behavior and visibility videos",
+}
+
+
 def task_title(task: str) -> str:
     scored = SCORED_BY_TASK.get(task)
-    return scored.display_name if scored else f"dual family {task}"
+    return scored.display_name if scored else FAMILY_TITLES[task]
 
 
 def legend(tasks: list[str]) -> str:

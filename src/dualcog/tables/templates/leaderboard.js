@@ -73,6 +73,20 @@
       }
     });
   }
+  // Inside the Snakemake report this page is a data: URI, where the relative links to the
+  // explorer pages (results/explorer/, beside results/leaderboard.html) lead nowhere.
+  if (location.protocol === "data:") {
+    for (const link of document.querySelectorAll('a[href^="explorer/"]')) {
+      const text = document.createElement("span");
+      text.className = "v";
+      text.textContent = link.textContent;
+      link.replaceWith(text);
+    }
+    for (const note of document.querySelectorAll("p.explorer-note")) {
+      note.textContent = "The per-sample explorer is not part of the report: open " +
+        "results/leaderboard.html, where each value links to results/explorer/<model>.html.";
+    }
+  }
   showView(tabs.length ? tabs[0].dataset.view : "");
   showParse(parse);
   applyGroups();
