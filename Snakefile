@@ -36,18 +36,14 @@ rule all:
 
 
 # Local runs: no job-start throttle (it costs minutes of scheduler CPU at the paper's scale).
-# The scoring kernels are compiled once here, not by every score job on a cold cache.
 # A served model's vLLM is checked here, before any job, where its server starts here.
 onstart:
     from dualcog.preflight import require_servers
     from dualcog.scheduling import lift_local_start_limit
-    from dualcog.scoring.warmup import compile_kernels
-    from snakemake.logging import logger
 
     if servers_start_here():
         require_servers(config, CONFIG_SOURCE)
     lift_local_start_limit(workflow)
-    logger.info(f"Scoring kernels compiled or loaded in {compile_kernels():.1f} s.")
 
 
 # Models whose requests failed, the count of each error type and what to type next; after a

@@ -1,7 +1,17 @@
-"""Image scoring through `score_samples` (docs/protocol.md §4, §3.4 and their worked examples)."""
+"""Image scoring through `score_samples` (docs/protocol.md §4, §3.4 and their worked examples),
+and `score_tables` against the rule written out per row on random cases: options in every
+parse mode, legacy gold id sets, Future Observation candidates, released legacy boxes, and
+boxes that are null, short, reversed, degenerate, NaN or infinite; on tables whose arrays
+start at a non-zero offset too."""
+
+import math
+import random
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from score_fixtures import image_parsed, image_sample, missing_parsed, parsed_frame, samples_frame
 
 from dualcog.schemas import PARSED, SAMPLES
@@ -163,3 +173,156 @@ def test_joined_row_scorer_equals_score_tables():
         assert joined[name].to_pylist() == table[name].to_pylist(), name
     legacy_c = [r for r in table.to_pylist() if (r["sample_id"], r["parse"]) == ("c", "legacy")]
     assert [r["option_correct"] for r in legacy_c] == [True]
+
+
+# -- the plain rule on random cases --------------------------------------------------------------
+
+GRID = [0.0, 0.2, 0.3, 0.5, 0.9]  # coarse: boxes overlap often, and IoU values repeat
+ODD = [math.nan, math.inf, -math.inf, 1.5, -0.2]
+
+
+def _box(rng: random.Random) -> list | None:
+    """Mostly usable boxes, then what the rule turns to 0: degenerate or reversed,
+    non-finite, not four numbers, null."""
+    x1, x2 = sorted(rng.sample(GRID, 2))
+    y1, y2 = sorted(rng.sample(GRID, 2))
+    roll = rng.random()
+    if roll < 0.7:
+        return [x1, y1, x2, y2]
+    if roll < 0.75:
+        return [x2, y1, x1, y2]  # reversed
+    if roll < 0.8:
+        return [x1, y1, x1, y2]  # zero width
+    if roll < 0.88:
+        return [x1, y1, x2, rng.choice(ODD)]
+    if roll < 0.94:
+        return [x1, y1, x2, y2, 0.5][: rng.choice([3, 5])]
+    return None
+
+
+STAGES = ["strict", "compatible", "legacy", "missing"]
+
+
+def _flag(rng: random.Random) -> bool | None:
+    return rng.choices([True, False, None], [8, 1, 1])[0]
+
+
+def image_case(rng: random.Random, index: int) -> tuple[dict, list[dict]]:
+    task = rng.choice([FO, FO, "landmark_position"])
+    sample = {
+        "sample_id": f"s{index}",
+        "task": task,
+        "difficulty": "4way",
+        "gold_option_id": rng.choice("ABC"),
+        "gold_bbox": _box(rng),
+        "answer_bbox": _box(rng) if rng.random() < 0.7 else None,
+    }
+    if rng.random() < 0.3:
+        sample["gold_option_ids"] = rng.sample("ABC", rng.randint(0, 3))
+    if task == FO and rng.random() < 0.9:
+        sample["candidates"] = [
+            {"option_id": rng.choice(["A", "B", "C", "C", None]), "bbox": _box(rng),
+             "view": "front"}
+            for _ in range(rng.randint(0, 5))
+        ]  # fmt: skip
+    parsed = []
+    for parse in PARSE_MODES:
+        if rng.random() < 0.1:
+            continue  # no row in this mode
+        ids = rng.choices(["A", "B", "C", None], [3, 3, 3, 1], k=rng.choice([1, 1, 1, 0, 2, 3]))
+        parsed.append(
+            {
+                "sample_id": sample["sample_id"],
+                "task": task,
+                "parse": parse,
+                "stage": rng.choices(["strict", "compatible", "legacy", "missing"], [4, 2, 2, 1])[
+                    0
+                ],
+                "option_ids": ids if rng.random() < 0.9 else None,
+                "option_valid": _flag(rng),
+                "bbox": _box(rng),
+                "bbox_valid": _flag(rng),
+                "all_valid": rng.random() < 0.8,
+            }
+        )
+    return sample, parsed
+
+
+def plain_iou(pred, gold) -> float:
+    if pred is None or gold is None or len(pred) != 4 or len(gold) != 4:
+        return 0.0
+    if not all(math.isfinite(v) for v in (*pred, *gold)):
+        return 0.0
+    px1, py1, px2, py2 = pred
+    gx1, gy1, gx2, gy2 = gold
+    pw, ph, gw, gh = px2 - px1, py2 - py1, gx2 - gx1, gy2 - gy1
+    if not (pw > 0 and ph > 0 and gw > 0 and gh > 0):
+        return 0.0
+    inter = max(min(px2, gx2) - max(px1, gx1), 0.0) * max(min(py2, gy2) - max(py1, gy1), 0.0)
+    union = pw * ph + gw * gh - inter
+    return inter / union if union > 0 else 0.0
+
+
+def plain_image_rule(sample: dict, row: dict | None, parse: str) -> tuple[bool, float]:
+    """One (sample, parse) row by the rule as written (docs/protocol.md §4)."""
+    if row is None or row["stage"] == "missing":
+        return False, 0.0
+    ids = row["option_ids"] or []
+    valid = bool(row["option_valid"])
+    gold = sample["gold_option_id"]
+    gold_set = set(sample.get("gold_option_ids") or ()) or {gold}
+    if parse == "legacy":
+        correct = valid and len(ids) >= 1 and None not in ids and set(ids) == gold_set
+    else:
+        correct = valid and len(ids) >= 1 and all(x == gold for x in ids)
+    target = sample["gold_bbox"]
+    if sample["task"] == FO:
+        released = sample["answer_bbox"]
+        if parse == "legacy":
+            if released is not None and len(released) == 4 and not any(map(math.isnan, released)):
+                target = released
+        else:
+            chosen = ids[0] if valid and len(ids) == 1 else None
+            target = None
+            for candidate in sample.get("candidates") or ():
+                if chosen is not None and candidate["option_id"] == chosen:
+                    target = candidate["bbox"]
+                    break
+    box = row["bbox"] if row["bbox_valid"] else None
+    return correct, plain_iou(box, target)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(1, 12), st.booleans())
+def test_image_scores_equal_the_plain_rule(rng, n, sliced) -> None:
+    cases = [image_case(rng, i) for i in range(n)]
+    samples = [sample for sample, _ in cases]
+    parsed = [row for _, rows in cases for row in rows]
+    samples_t = pa.Table.from_pylist(samples, schema=SAMPLES)
+    parsed_t = pa.Table.from_pylist(parsed, schema=PARSED)
+    if sliced:  # every array starts at a non-zero offset (bitmaps too)
+        samples_t = pa.concat_tables([samples_t.slice(0, 1), samples_t]).slice(1)
+        samples_t = pa.Table.from_batches(samples_t.to_batches())
+        parsed_t = pa.concat_tables([parsed_t, parsed_t]).slice(parsed_t.num_rows)
+    scores = score_tables(samples_t, parsed_t).to_pylist()
+    row_of = {(r["sample_id"], r["parse"]): r for r in parsed}
+    want = [
+        plain_image_rule(sample, row_of.get((sample["sample_id"], parse)), parse)
+        for parse in PARSE_MODES
+        for sample in samples
+    ]
+    got = [(s["option_correct"], s["iou"]) for s in scores]
+    assert got == want
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_image_scores_of_tiny_tables(n) -> None:
+    sample = {"sample_id": "s0", "task": "landmark_position", "difficulty": "4way"}
+    sample |= {"gold_option_id": "A", "gold_bbox": [0.0, 0.0, 0.5, 0.5]}
+    row = {"sample_id": "s0", "task": "landmark_position", "parse": "strict", "stage": "strict"}
+    row |= {"option_ids": ["A"], "option_valid": True, "bbox": [0.0, 0.0, 0.5, 0.25]}
+    row |= {"bbox_valid": True, "all_valid": True}
+    samples = pa.Table.from_pylist([sample][:n], schema=SAMPLES)
+    scores = score_tables(samples, pa.Table.from_pylist([row][:n], schema=PARSED)).to_pylist()
+    want = [(True, 0.5), (False, 0.0), (False, 0.0)][: 3 * n]
+    assert [(s["option_correct"], s["iou"]) for s in scores] == want

@@ -1,4 +1,4 @@
-"""The compiled video scorers (`interval_kernel`) against the plain per-answer rule.
+"""The vectorized video scorers (`score_tables`) against the plain per-answer rule.
 
 Interval values sit on a coarse grid so that tIoU ties (the greedy tie-breaking) are common;
 intervals may be malformed, reversed, out of range or of unknown duration; option ids may
@@ -25,8 +25,20 @@ from score_fixtures import (
 )
 
 from dualcog.schemas import PARSED, SAMPLES
-from dualcog.scoring import SCORES, score_samples, score_tables
-from dualcog.scoring.intervals import tiou
+from dualcog.scoring import SCORES, interval_batch, score_samples, score_tables
+from dualcog.scoring.interval_batch import (
+    GroupedIntervals,
+    greedy_pairs,
+    match_groups,
+    sequential_sums,
+)
+from dualcog.scoring.intervals import (
+    F1_THRESHOLD,
+    greedy_match,
+    left_to_right_sum,
+    match_classes,
+    tiou,
+)
 from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
 from dualcog.scoring.video import (
     EVIDENCE_F1,
@@ -349,8 +361,8 @@ def test_tiou_sums_keep_the_plain_order_within_and_across_classes() -> None:
     assert scores.iloc[1]["tiou_sum"] == (0.0 + class_b) + sum(sorted(tious, reverse=True))
 
 
-def test_rows_larger_than_the_kernels_scratch() -> None:
-    """Rows of many items, classes and intervals (the kernel grows its per-row buffers)."""
+def test_rows_of_many_items_classes_and_intervals() -> None:
+    """Rows of many items, classes and intervals, several items per class on both sides."""
     ids = [f"opt{k}" for k in range(12)]
     gold = [(ids[k % 12], "atomic" if k % 3 else "composite",
              [[float(k + j), float(k + j + 2)] for j in range(4)]) for k in range(30)]  # fmt: skip
@@ -358,6 +370,80 @@ def test_rows_larger_than_the_kernels_scratch() -> None:
                for k in range(40)]  # fmt: skip
     scores = _behavior_scores(gold, answers, duration=None)
     assert scores["interval_tp"].sum() > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(GRID, GRID), max_size=6),
+    st.lists(st.tuples(GRID, GRID), max_size=6),
+)
+def test_batch_greedy_equals_sequential_greedy(gold, pred) -> None:
+    gold_arr = np.asarray(gold, float).reshape(-1, 2)
+    pred_arr = np.asarray(pred, float).reshape(-1, 2)
+    zeros_g, zeros_p = np.zeros(len(gold_arr), np.int64), np.zeros(len(pred_arr), np.int64)
+    result = match_groups(
+        GroupedIntervals(zeros_g, gold_arr[:, 0], gold_arr[:, 1]),
+        GroupedIntervals(zeros_p, pred_arr[:, 0], pred_arr[:, 1]),
+        1,
+    )
+    assert result.tp[0] == len(greedy_match(gold_arr, pred_arr, F1_THRESHOLD, strict=False))
+    plain = match_classes({"c": gold_arr}, {"c": pred_arr})
+    assert result.tiou_sum[0] == plain.tiou_sum  # bit for bit
+    assert len(greedy_pairs(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), 0, 0)) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from([0.25, 0.5, 0.75, 1.0])),
+        max_size=16,
+        unique_by=lambda t: (t[0], t[1]),
+    )
+)
+def test_batch_greedy_takes_the_sequential_pairs_and_tie_breaks(pairs) -> None:
+    """Which pairs are taken (not only how many): ties go to the lower gold, then pred index."""
+    ordered = sorted(pairs, key=lambda t: (-t[2], t[0], t[1]))
+    used_gold, used_pred, expected = set(), set(), []
+    for g, p, _ in ordered:
+        if g not in used_gold and p not in used_pred:
+            used_gold.add(g)
+            used_pred.add(p)
+            expected.append((g, p))
+    gi = np.asarray([t[0] for t in pairs], np.int64)
+    pi = np.asarray([t[1] for t in pairs], np.int64)
+    value = np.asarray([t[2] for t in pairs], float)
+    taken = greedy_pairs(gi, pi, value, 4, 4)
+    assert [(int(gi[k]), int(pi[k])) for k in taken] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from([0.0, 0.1, 0.2, 0.3, 1 / 3, 0.7, 1e-17])),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_sequential_sums_are_left_to_right_sums(items, descending) -> None:
+    """Per group, the plain rule's sum in the given order (or largest first), bit for bit."""
+    group = np.asarray([g for g, _ in items], np.int64)
+    values = np.asarray([v for _, v in items], float)
+    expected = []
+    for g in range(6):
+        mine = [v for h, v in items if h == g]
+        expected.append(left_to_right_sum(sorted(mine, reverse=True) if descending else mine))
+    assert sequential_sums(values, group, 6, descending=descending).tolist() == expected
+
+
+def test_pair_block_size_changes_no_score(monkeypatch) -> None:
+    """Candidate pairs are scored in cache-sized blocks: the block size changes no value."""
+    gold = [("A", "atomic", [[0, 2], [2, 4], [5, 9]]), ("C", "composite", [[1, 6]])]
+    answers = [("A", [[0, 3], [1, 4], [5, 8]]), ("C", [[2, 5], [0, 6]])]
+    whole = _behavior_scores(gold, answers)
+    monkeypatch.setattr(interval_batch, "_BLOCK", 3)
+    blocked = _behavior_scores(gold, answers)
+    assert whole["tiou_sum"].gt(0).all()  # not vacuous
+    assert blocked.equals(whole)
 
 
 @settings(max_examples=40, deadline=None)

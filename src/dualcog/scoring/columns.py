@@ -1,9 +1,7 @@
-"""Arrow column helpers for the scorers: flags, numbers, codes, and Arrow's buffers as the
-compiled kernels read them."""
+"""Arrow column helpers for the scorers: flags, numbers, codes, and list columns as their
+flattened items (`list_layout`: each row's first item and count)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -56,121 +54,38 @@ def list_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return start, length
 
 
-@dataclass(frozen=True)
-class Bits:
-    """A bitmap as Arrow holds it, for compiled kernels: row i's bit is bit `offset + i` of
-    `data`, least significant bit first. For a validity bitmap an empty `data` means that
-    no row is null. No buffer is copied, except to combine a flag with its validity."""
-
-    data: np.ndarray  # uint8
-    offset: int
-
-    @classmethod
-    def validity(cls, array: pa.Array) -> Bits:
-        if array.null_count == 0:
-            return cls(np.empty(0, np.uint8), 0)
-        return cls(np.frombuffer(array.buffers()[0], np.uint8), array.offset)
-
-    @classmethod
-    def flag(cls, array: pa.Array | pa.ChunkedArray) -> Bits:
-        """A boolean column, null as False."""
-        array = single(array)
-        if len(array) == 0:
-            return cls(np.zeros(1, np.uint8), 0)
-        if array.type != pa.bool_():
-            array = array.cast(pa.bool_())
-        size = (array.offset + len(array) + 7) // 8
-        validity, values = array.buffers()[:2]
-        bits = np.frombuffer(values, np.uint8, size)
-        if array.null_count:
-            bits = bits & np.frombuffer(validity, np.uint8, size)
-        return cls(bits, array.offset)
-
-    def kernel_args(self) -> tuple[np.ndarray, int]:
-        return self.data, self.offset
+def flatten(array: pa.Array) -> pa.Array:
+    """The items of a list column's non-null rows, one array (`list_layout` indexes it)."""
+    return single(pc.list_flatten(array))
 
 
-@dataclass(frozen=True)
-class ListBuffers:
-    """A list column as Arrow lays it out, for compiled kernels: row i holds the items
-    `offsets[i]:offsets[i + 1]` of `items` (the child array, whole) where `valid` holds.
-    No buffer is copied."""
+def interval_pairs(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Items of a list<list<double>> column: (row, start, end, well formed).
 
-    offsets: np.ndarray  # int32 (list) or int64 (large_list), one more than rows
-    valid: Bits
-    items: pa.Array
-
-    @classmethod
-    def of(cls, array: pa.Array) -> ListBuffers:
-        return cls(np.asarray(array.offsets.to_numpy()), Bits.validity(array), array.values)
-
-    def float_items(self) -> np.ndarray:
-        """The items as float64 (null items NaN)."""
-        values = self.items.to_numpy(zero_copy_only=False)
-        return values if values.dtype == np.float64 else values.astype(np.float64)
-
-    def kernel_args(self, items: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        """(offsets, validity bytes, validity bit offset, items) for a kernel."""
-        return self.offsets, self.valid.data, self.valid.offset, items
-
-
-def list_offsets(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """A list column in place: offsets (row i's items are values[offsets[i]:offsets[i + 1]],
-    none for a null row) and values. Arrow's own offsets unless a null row spans items."""
-    offsets = array.offsets.to_numpy()
-    if array.null_count:
-        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-        if (offsets[1:][~valid] != offsets[:-1][~valid]).any():
-            start, length = list_layout(array)
-            offsets = np.append(start, start[-1] + length[-1]).astype(offsets.dtype)
-            return offsets, pc.list_flatten(array)
-    return offsets, array.values
-
-
-def interval_lists(intervals: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A list<list<double>> column in place: offsets of each row's intervals, offsets of each
-    interval's numbers, and the numbers (null as NaN). A well-formed interval has two."""
-    interval_offsets, inner = list_offsets(intervals)
-    number_offsets, numbers = list_offsets(inner)
-    return interval_offsets, number_offsets, floats(numbers)
-
-
-def _one_byte_codes(array: pa.Array) -> np.ndarray | None:
-    """Codes of a string array whose every value is one byte long: the byte; null -1."""
-    if array.type != pa.string():
-        return None
-    n = len(array)
-    _, offset_buffer, data = array.buffers()
-    offsets = np.frombuffer(offset_buffer, np.int32, n + 1, 4 * array.offset) if n else None
-    if offsets is None:
-        return np.empty(0, np.int64)
-    lengths = np.diff(offsets)
-    if not array.null_count:
-        if not (lengths == 1).all():
-            return None
-        return np.frombuffer(data, np.uint8, n, int(offsets[0])).astype(np.int64)  # in place
-    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False))
-    if not (lengths[valid] == 1).all():
-        return None
-    if data is None or data.size == 0:
-        return np.full(n, -1, np.int64)
-    byte = np.frombuffer(data, np.uint8)
-    out = byte[np.minimum(offsets[:-1], byte.size - 1)].astype(np.int64)
-    out[~valid] = -1
-    return out
+    Well formed: exactly two numbers; a null or other-length item gives NaN start and end.
+    """
+    _, count = list_layout(intervals)
+    owner = np.repeat(np.arange(len(intervals)), count)
+    inner = flatten(intervals)
+    first, lengths = list_layout(inner)
+    values = floats(flatten(inner))
+    pair = lengths == 2
+    if pair.all():
+        return owner, values[first], values[first + 1], pair
+    start = np.full(len(inner), np.nan)
+    end = np.full(len(inner), np.nan)
+    start[pair] = values[first[pair]]
+    end[pair] = values[first[pair] + 1]
+    return owner, start, end, pair
 
 
 def string_codes(*arrays: pa.Array | pa.ChunkedArray) -> list[np.ndarray]:
     """Integer codes of string arrays, equal across arrays iff the strings are; null is -1.
 
-    One-byte values (option letters) are their own code; otherwise one dictionary encoding
-    of all arrays together.
+    One dictionary encoding of all arrays together.
     """
     parts = [single(a) for a in arrays]
     parts = [a if a.type == pa.string() else a.cast(pa.string()) for a in parts]
-    fast = [_one_byte_codes(a) for a in parts]
-    if all(codes is not None for codes in fast):
-        return fast  # type: ignore[return-value]
     encoded = pc.dictionary_encode(pa.chunked_array(parts, type=pa.string()))
     return [
         np.asarray(chunk.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)

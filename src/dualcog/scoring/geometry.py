@@ -1,8 +1,5 @@
-"""Box handling: box columns as (N, 4) arrays, and the row-wise IoU rule.
-
-`box_iou` is the rule on (N, 4) arrays; the compiled scorer (`box_kernel`) follows it
-operation for operation on Arrow's buffers in place.
-"""
+"""Box handling: box columns as (N, 4) arrays, and the row-wise IoU rule on them
+(`box_iou`), which the image scorer applies to all rows at once."""
 
 from __future__ import annotations
 

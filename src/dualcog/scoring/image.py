@@ -1,8 +1,9 @@
-"""Image task scoring (docs/protocol.md §4), all rows of all image tasks in one compiled pass.
+"""Image task scoring (docs/protocol.md §4), vectorized over all rows of all image tasks at once.
 
-The work happens on the two tables as they are (`row_source.RowSource`), joined only as
-integer positions: option ids become integer codes, and the compiled rule (`box_kernel`)
-reads list columns and flags from Arrow's buffers in place; nothing is copied row by row.
+The work happens on the two tables as they are (`row_source.RowSource`), sample columns once
+per sample and parsed columns once per parsed row, joined only as integer positions. Option
+ids become integer codes; each row's predicted and gold box are gathered into (N, 4) arrays
+and scored by `geometry.box_iou`, the rule itself.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.schemas import SAMPLES
 from dualcog.scoring.columns import (
-    Bits,
-    ListBuffers,
+    at_rows,
     flags,
+    flatten,
     list_layout,
     single,
     string_codes,
     take_rows,
 )
-from dualcog.scoring.geometry import _as_list_array
+from dualcog.scoring.geometry import _as_list_array, box_iou, boxes_to_array
 from dualcog.scoring.row_source import RowSource
 
 IOU_HIT = 0.5
@@ -57,9 +57,7 @@ def _options(array: pa.ListArray, item_codes: np.ndarray) -> _Options:
     return _Options(length, first, uniform)
 
 
-def _legacy_gold_sets(
-    source: RowSource, parsed_ids: pa.Array, gold_code: np.ndarray, correct: np.ndarray
-) -> None:
+def _legacy_gold_sets(source: RowSource, parsed_ids: pa.Array, correct: np.ndarray) -> None:
     """Legacy: correct iff the letter set equals the sample's gold id set (§3.4), in place.
 
     Only samples whose gold set is not just [gold_option_id] need this (multi-id golds; rare),
@@ -74,7 +72,7 @@ def _legacy_gold_sets(
     if gold_sets.null_count == len(gold_sets):
         return
     gold_sets = _as_list_array(gold_sets, pa.string())
-    set_codes = string_codes(pc.list_flatten(gold_sets))[0]
+    set_codes, gold_code = string_codes(flatten(gold_sets), samples["gold_option_id"])
     sets = _options(gold_sets, set_codes)
     plain = (sets.length == 0) | ((sets.length == 1) & (sets.first == gold_code))
     rows = np.flatnonzero(legacy & ~plain[sample_at])
@@ -88,6 +86,32 @@ def _legacy_gold_sets(
         correct[row] = bool(valid[row]) and set(letters or ()) == set(want)
 
 
+def _selected_candidates(
+    candidates: pa.Array, id_codes: np.ndarray, sample_at: np.ndarray, selected: np.ndarray
+) -> np.ndarray:
+    """Per row: the flat index (into `flatten(candidates)`) of the first candidate of sample
+    `sample_at` whose id code is `selected` (-1: nothing selected), else -1."""
+    _, count = list_layout(candidates)
+    owner = np.repeat(np.arange(len(candidates)), count)
+    size = 1 + max(int(id_codes.max(initial=-1)), int(selected.max(initial=-1))) + 1
+    # (sample, id) keys of every candidate; np.unique's index is a key's first candidate.
+    keys, first = np.unique(owner * size + id_codes + 1, return_index=True)
+    ref = np.full(len(sample_at), -1, np.int64)
+    rows = np.flatnonzero(selected >= 0)
+    if len(rows) == 0 or len(keys) == 0:
+        return ref
+    wanted = sample_at[rows] * size + selected[rows] + 1
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    hit = keys[at] == wanted
+    ref[rows[hit]] = first[at[hit]]
+    return ref
+
+
+def _with_nan_row(boxes: np.ndarray) -> np.ndarray:
+    """(N, 4) boxes and a last row of NaN, the box of position -1 (none): IoU 0."""
+    return np.vstack([boxes, np.full((1, 4), np.nan)])
+
+
 def score_image(source: RowSource) -> dict[str, np.ndarray | pa.Array | pa.ChunkedArray]:
     """Score the image rows of `source` (one per sample and parse mode).
 
@@ -95,56 +119,57 @@ def score_image(source: RowSource) -> dict[str, np.ndarray | pa.Array | pa.Chunk
     legacy gold_option_ids, answer_bbox); parsed rows all_valid, option_ids, option_valid,
     bbox, bbox_valid. An unanswered row has every field invalid.
     """
-    # Deferred: numba's import costs ~0.2 s, and only score jobs score (tables and explorer
-    # jobs import this package too).
-    from dualcog.scoring.box_kernel import score_image_kernel
-
     samples, parsed = source.samples, source.parsed
-    sample_at, parsed_at, parse = source.sample_at, source.parsed_at, source.parse
+    sample_at, parsed_at, legacy = source.sample_at, source.parsed_at, source.legacy
+    option_valid = source.parsed_flag("option_valid")
+    bbox_valid = source.parsed_flag("bbox_valid")
 
     # Options: correct iff valid and the set of predicted ids is {gold} (strict, compatible:
     # "the one id == gold"; legacy: "set(letters) == {gold}", §3.4), on integer codes.
     option_ids = _as_list_array(single(parsed["option_ids"]), pa.string())
     has_candidates = "candidates" in samples.column_names
-    candidates = ListBuffers.of(
-        single(samples["candidates"]) if has_candidates
-        else pa.nulls(samples.num_rows, SAMPLES.field("candidates").type)
-    )  # fmt: skip
-    options = ListBuffers.of(option_ids)
-    item_code, gold_code, candidate_code = string_codes(
-        options.items, samples["gold_option_id"], candidates.items.field("option_id")
+    candidates = single(samples["candidates"]) if has_candidates else None
+    candidate_items = flatten(candidates) if has_candidates else None
+    item_code, gold_code, *candidate_code = string_codes(
+        flatten(option_ids),
+        samples["gold_option_id"],
+        *([candidate_items.field("option_id")] if has_candidates else []),
     )
+    options = _options(option_ids, item_code)
+    first = at_rows(options.first, parsed_at, -1)
+    option_correct = (
+        option_valid & at_rows(options.uniform, parsed_at, False) & (first == gold_code[sample_at])
+    )
+    one_id = option_valid & (at_rows(options.length, parsed_at, 0) == 1)
+    selected = np.where(one_id, first, -1)  # a null id (-1) selects nothing
+    _legacy_gold_sets(source, option_ids, option_correct)
 
     # Gold box per row: the sample's gold_bbox; for Future Observation the box of the
     # candidate the model selected (strict, compatible) or the released answer box when
-    # there is one (legacy keeps the authors' rule, §3.4).
-    pred = ListBuffers.of(_as_list_array(single(parsed["bbox"]), pa.float64()))
-    gold = ListBuffers.of(_as_list_array(single(samples["gold_bbox"]), pa.float64()))
-    boxes = ListBuffers.of(_as_list_array(candidates.items.field("bbox"), pa.float64()))
-    released = ListBuffers.of(
-        _as_list_array(single(samples["answer_bbox"]), pa.float64())
-        if "answer_bbox" in samples.column_names
-        else pa.nulls(samples.num_rows, pa.list_(pa.float64()))
-    )
-    option_correct, iou = score_image_kernel(
-        (sample_at, parsed_at, source.legacy, source.responded),
-        Bits.flag(parsed["option_valid"]).kernel_args()
-        + Bits.flag(parsed["bbox_valid"]).kernel_args(),
-        options.kernel_args(item_code),
-        pred.kernel_args(pred.float_items()),
-        (gold_code, *gold.kernel_args(gold.float_items())),
-        flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK)),
-        released.kernel_args(released.float_items()),
-        candidates.kernel_args(candidate_code) + boxes.kernel_args(boxes.float_items()),
-    )
-    _legacy_gold_sets(source, option_ids, gold_code, option_correct)
+    # there is one (legacy keeps the authors' rule, §3.4). A row without one gets NaN.
+    gold = boxes_to_array(single(samples["gold_bbox"]))[sample_at]
+    future = flags(pc.equal(samples["task"], SELECTED_CANDIDATE_TASK))[sample_at]
+    released_rows = np.flatnonzero(future & legacy)
+    if "answer_bbox" in samples.column_names and len(released_rows):
+        released = boxes_to_array(single(samples["answer_bbox"]))[sample_at[released_rows]]
+        present = ~np.isnan(released).any(axis=1)
+        gold[released_rows[present]] = released[present]
+    use_selected = np.flatnonzero(future & ~legacy)
+    gold[use_selected] = np.nan
+    if len(use_selected) and has_candidates:
+        ref = _selected_candidates(
+            candidates, candidate_code[0], sample_at[use_selected], selected[use_selected]
+        )
+        gold[use_selected] = _with_nan_row(boxes_to_array(candidate_items.field("bbox")))[ref]
+    pred = _with_nan_row(boxes_to_array(single(parsed["bbox"])))
+    iou = box_iou(pred[np.where(bbox_valid, parsed_at, -1)], gold)
     hit = iou >= IOU_HIT
     task = take_rows(samples["task"], sample_at)
     return {
         "sample_id": take_rows(samples["sample_id"], sample_at),
         "task": task,
         "request_task": task,
-        "parse": parse,
+        "parse": source.parse,
         "difficulty": take_rows(samples["difficulty"], sample_at),
         "responded": source.responded,
         "valid": source.parsed_flag("all_valid"),

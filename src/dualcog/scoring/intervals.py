@@ -149,8 +149,9 @@ def f1_score(tp: float, fp: float, fn: float) -> float:
 
 
 def left_to_right_sum(values: Iterable[float]) -> float:
-    """The plain float sum from 0.0, in order: the compiled scorer adds in the same order,
-    and Python 3.12's `sum` of floats compensates rounding (its last bits differ)."""
+    """The plain float sum from 0.0, in order: the vectorized scorer adds in the same order
+    (`interval_batch.sequential_sums`), and Python 3.12's `sum` of floats compensates
+    rounding (its last bits differ)."""
     total = 0.0
     for value in values:
         total += value

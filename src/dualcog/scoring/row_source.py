@@ -2,8 +2,8 @@
 
 A scored row is (sample position, parse mode, parsed position or -1). Scorers read a sample
 column once per sample and a parsed column once per parsed row, then gather numbers by
-position; list columns are read as their flattened items with each row's first item and
-count, so no nested Arrow column is copied row by row.
+position; list columns are read as (row, item index) pairs into their flattened items, so
+no nested Arrow column is copied row by row.
 """
 
 from __future__ import annotations
@@ -18,10 +18,34 @@ from dualcog.scoring.columns import (
     at_rows,
     counts,
     flags,
+    flatten,
     floats,
+    interval_pairs,
+    list_layout,
     single,
     take_rows,
 )
+
+
+def ranges(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranges [start[i], start[i] + count[i]) one after another: (i, value) per item."""
+    owner = np.repeat(np.arange(len(count)), count)
+    value = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count - start, count)
+    return owner, value
+
+
+def interval_items(
+    intervals: pa.Array, items: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`interval_pairs` of the rows `items` of a list<list<double>> column, as if those rows
+    had been taken: (position in `items`, start, end, well formed) per interval."""
+    owner, start, end, pair = interval_pairs(intervals)
+    if len(items) == len(intervals) and np.array_equal(items, np.arange(len(items))):
+        return owner, start, end, pair
+    count = np.bincount(owner, minlength=len(intervals))
+    first = np.cumsum(count) - count
+    which, at = ranges(first[items], count[items])
+    return which, start[at], end[at], pair[at]
 
 
 @dataclass(frozen=True)
@@ -82,3 +106,19 @@ class RowSource:
     def sample_column(self, name: str, repeat: int = 1) -> pa.Array | pa.ChunkedArray:
         at = self.sample_at if repeat == 1 else np.repeat(self.sample_at, repeat)
         return take_rows(self.samples[name], at)
+
+    def sample_items(self, name: str) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """A list column of the samples: (its flattened items, row of each row item, index
+        of each row item into the flattened items), rows in order."""
+        column = single(self.samples[name])
+        start, count = list_layout(column)
+        row, item = ranges(start[self.sample_at], count[self.sample_at])
+        return flatten(column), row, item
+
+    def parsed_items(self, name: str, use: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+        """`sample_items` of a parsed list column, for the rows where `use` holds."""
+        column = single(self.parsed[name])
+        start, count = list_layout(column)
+        at = np.where(use, self.parsed_at, -1)
+        row, item = ranges(at_rows(start, at, 0), at_rows(count, at, 0))
+        return flatten(column), row, item

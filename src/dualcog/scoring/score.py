@@ -1,9 +1,9 @@
 """`score_tables` / `score_samples`: one model run's parsed responses against the samples.
 
 The work runs on Arrow tables: the join of samples and parsed rows is integer positions
-(`row_index`, by the compiled `join_kernel`), and the scorers read list columns (boxes,
-intervals, answer items) from Arrow's buffers by position (`row_source.RowSource`), never as
-one Python object per value.
+(`row_index`, by Arrow's hash lookups), and the scorers read list columns (boxes, intervals,
+answer items) as flat arrays by position (`row_source.RowSource`), never as one Python object
+per value.
 """
 
 from __future__ import annotations
@@ -118,46 +118,62 @@ class RowIndex:
 
 
 def _parsed_positions(samples: pa.Table, parsed: pa.Table, modes: tuple[str, ...]) -> np.ndarray:
-    """Row of parsed at `mode * len(samples) + sample` (-1: none), for every sample and mode.
+    """Row of parsed at `sample * len(modes) + mode` (-1: none), for every sample and mode.
 
-    The join is on integers: a sample's position (found by the compiled join, which also
-    finds duplicate sample ids) and the parse mode's position in `modes`.
+    The join is on integers: a sample's position (one hash lookup of every sample_id, which
+    also finds duplicate sample ids) and the parse mode's position in `modes`.
     """
-    from dualcog.scoring.join_kernel import join_parsed  # deferred, as in row_index
-
-    join = join_parsed(
-        single(samples["sample_id"]), single(parsed["sample_id"]), single(parsed["parse"]), modes
-    )
-    if join.duplicate_sample:
+    sample_ids = single(samples["sample_id"])
+    n, m = samples.num_rows, len(modes)
+    ids = pa.chunked_array([sample_ids, *single_chunks(parsed["sample_id"])], type=sample_ids.type)
+    position = _positions(pc.index_in(ids, value_set=sample_ids))
+    if sample_ids.null_count or not np.array_equal(position[:n], np.arange(n)):
         raise ValueError("samples hold duplicate sample ids")
-    several = join.several
-    others = join.unmatched  # unknown sample or mode: compare them as strings
+    position = position[n:]
+    mode = _positions(pc.index_in(parsed["parse"], value_set=pa.array(list(modes))))
+    joined = (position >= 0) & (mode >= 0)
+    rows = np.flatnonzero(joined)
+    key = position[rows] * m + mode[rows]
+    lookup = np.full(n * m, -1, np.int64)
+    lookup[key] = rows
+    several = not np.array_equal(lookup[key], rows)
+    others = np.flatnonzero(~joined)  # unknown sample or mode: compare them as strings
     if not several and len(others) > 1:
         where = pa.array(others)
         keys = _keys(parsed["sample_id"].take(where), parsed["parse"].take(where))
         several = len(pc.unique(keys)) < len(others)
     if several:
         raise ValueError("parsed holds several rows for one (sample_id, parse)")
-    return join.lookup
+    return lookup
+
+
+def single_chunks(array: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(array.chunks) if isinstance(array, pa.ChunkedArray) else [array]
 
 
 def row_index(samples: pa.Table, parsed: pa.Table, parses: tuple[str, ...]) -> RowIndex:
     """Expected rows: each sample in every mode of its modality found in `parses`, modes in
     order, samples in order; joined to the parsed rows on (sample_id, parse)."""
-    # Deferred: numba's import costs ~0.2 s, and only score jobs join (tables and explorer
-    # jobs import this package too).
-    from dualcog.scoring.join_kernel import expected_rows
-
     task = _task_codes(samples["task"])
     modes = tuple(dict.fromkeys((*parses, *PARSE_MODES)))
     lookup = _parsed_positions(samples, parsed, modes)
     kinds = list(REQUEST_BY_TASK)
-    kind_in_block = np.array(
-        [[parse in parse_modes_of(kind) for kind in kinds] for parse in parses], bool
-    ).reshape(len(parses), len(kinds))
-    block_mode = np.array([modes.index(parse) for parse in parses], np.int64)
-    sample, mode, found, row_task = expected_rows(lookup, task, kind_in_block, block_mode)
-    return RowIndex(sample=sample, mode=mode, parses=tuple(parses), parsed=found, task=row_task)
+    positions, blocks, found = [], [], []
+    for block, parse in enumerate(parses):
+        in_mode = np.array([parse in parse_modes_of(kind) for kind in kinds], bool)
+        chosen = np.flatnonzero(in_mode[task]) if len(task) else np.empty(0, np.int64)
+        positions.append(chosen)
+        blocks.append(np.full(len(chosen), block, np.int64))
+        found.append(lookup[chosen * len(modes) + modes.index(parse)])
+    empty = np.empty(0, np.int64)
+    sample = np.concatenate(positions) if positions else empty
+    return RowIndex(
+        sample=sample,
+        mode=np.concatenate(blocks) if blocks else empty,
+        parses=tuple(parses),
+        parsed=np.concatenate(found) if found else empty,
+        task=task[sample],
+    )
 
 
 def scorer_rows(

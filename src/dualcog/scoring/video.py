@@ -2,7 +2,7 @@
 
 `score_behavior_answer` / `score_visibility_answer` score one answer with the plain rule;
 `score_behavior_rows` / `score_visibility_rows` score whole Arrow tables of rows with the
-same rule, compiled, on flat arrays (`interval_kernel`), giving identical numbers.
+same rule on flat arrays (`interval_batch`), giving identical numbers.
 """
 
 from __future__ import annotations
@@ -15,23 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.scoring.columns import (
-    codes,
-    dictionary_size,
-    flags,
-    interval_lists,
-    list_offsets,
-    single,
-)
+from dualcog.scoring.columns import codes, dictionary_size, flags, single
+from dualcog.scoring.interval_batch import GroupedIntervals, match_groups, sequential_sums
 from dualcog.scoring.intervals import (
     DURATION_SLACK_SEC,
-    F1_THRESHOLD,
     IntervalCounts,
     clip_predicted,
     gold_array,
     match_classes,
 )
-from dualcog.scoring.row_source import RowSource
+from dualcog.scoring.row_source import RowSource, interval_items
 
 LEVELS = ("composite", "atomic")
 TASK_OF_LEVEL = {"composite": "composite_behavior", "atomic": "atomic_behavior"}
@@ -127,84 +120,81 @@ def score_visibility_answer(
 
 # -- scoring of many rows --------------------------------------------------------------------
 
+COMPOSITE, ATOMIC = 0, 1  # level codes; a row's level group is 2 * row + level
+
 
 def _limits(duration: np.ndarray) -> np.ndarray:
     """Upper bound of valid predicted times per row: the duration, or none when unknown."""
     return np.where(np.isfinite(duration), duration, np.inf)
 
 
-@dataclass(frozen=True)
-class _Items:
-    """The items of a list column in place (`columns.list_offsets`): offsets of each row's
-    items; per item, an option id code and whether it is composite; offsets of each item's
-    intervals, of each interval's numbers, and the numbers (`columns.interval_lists`)."""
+def _predicted(
+    intervals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    item_group: np.ndarray,
+    item_row: np.ndarray,
+    limit: np.ndarray,
+) -> tuple[GroupedIntervals, np.ndarray]:
+    """Valid predicted intervals (item, start, end, well formed) clipped to [0, D] (as
+    `clip_predicted`), grouped by their item's group, and the item of every invalid one."""
+    item, start, end, pair = intervals
+    bound = limit[item_row[item]]
+    with np.errstate(invalid="ignore"):
+        valid = (
+            pair
+            & np.isfinite(start)
+            & np.isfinite(end)
+            & (start >= 0)
+            & (start < end)
+            & (end <= bound + DURATION_SLACK_SEC)
+        )
+    clipped_end = np.minimum(end[valid], bound[valid])
+    clipped_start = np.minimum(start[valid], bound[valid])
+    kept = GroupedIntervals(item_group[item[valid]], clipped_start, clipped_end)
+    return kept, item[~valid]
 
-    offsets: np.ndarray
-    code: np.ndarray
-    composite: np.ndarray
-    interval_offsets: np.ndarray
-    number_offsets: np.ndarray
-    numbers: np.ndarray
+
+def _f1(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
+    denominator = 2 * tp + fp + fn
+    out = np.ones(len(tp))
+    nonzero = denominator != 0
+    out[nonzero] = 2 * tp[nonzero] / denominator[nonzero]
+    return out
 
 
-_NO_INTERVALS = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.empty(0))
+def _lookup(keys: np.ndarray, table_keys: np.ndarray) -> np.ndarray:
+    """Position of each key in the sorted unique `table_keys`, or -1."""
+    if len(table_keys) == 0:
+        return np.full(len(keys), -1)
+    at = np.searchsorted(table_keys, keys)
+    at = np.minimum(at, len(table_keys) - 1)
+    return np.where(table_keys[at] == keys, at, -1)
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    """A read-only contiguous view: Arrow's buffers come read-only, and numba compiles the
-    kernel for read-only and writable arrays apart (seconds each)."""
-    view = np.ascontiguousarray(array).view()
-    view.flags.writeable = False
-    return view
-
-
-def _interval_scores(
-    source: RowSource,
-    answered: np.ndarray,
-    options: _Items,
-    gold: _Items,
-    answers: _Items,
-    n_codes: int,
-    levels: int,
+def _interval_counts(
+    gold: GroupedIntervals,
+    pred: GroupedIntervals,
+    class_level_group: np.ndarray,
+    n_pred_valid: np.ndarray,
+    n_invalid: np.ndarray,
+    n_level_groups: int,
 ) -> dict[str, np.ndarray]:
-    """Interval and label columns of every row of `source` at each level (`levels` 2: row r
-    at 2 r composite, 2 r + 1 atomic; 1: every item atomic, row r at r): options and gold
-    items per sample, answer items per parsed row, used where `answered` holds; option id
-    codes below `n_codes`."""
-    # numba's import costs ~0.2 s: only the jobs that score video pay it, not every importer
-    # of dualcog.scoring.
-    from dualcog.scoring.interval_kernel import row_interval_scores
-
-    arrays = (
-        source.sample_at.astype(np.int64, copy=False),
-        source.parsed_at.astype(np.int64, copy=False),
-        answered,
-        _limits(source.sample_floats("duration_sec")),
-        options.offsets,
-        options.code,
-        options.composite,
-        gold.offsets,
-        gold.code,
-        gold.composite,
-        gold.interval_offsets,
-        gold.number_offsets,
-        gold.numbers,
-        answers.offsets,
-        answers.code,
-        answers.interval_offsets,
-        answers.number_offsets,
-        answers.numbers,
-    )
-    columns = row_interval_scores(
-        *(_read_only(a) for a in arrays),
-        n_codes,
-        levels,
-        DURATION_SLACK_SEC,
-        F1_THRESHOLD,
-    )
-    names = ("interval_tp", "interval_fp", "interval_fn", "tiou_sum", "n_gold_intervals",
-             "sample_f1_50", "label_tp", "label_fp", "label_fn")  # fmt: skip
-    return dict(zip(names, columns, strict=True))
+    """Interval columns per level group from class-grouped gold and predicted intervals."""
+    n_classes = len(class_level_group)
+    matched = match_groups(gold, pred, n_classes)
+    tp = np.bincount(class_level_group, weights=matched.tp, minlength=n_level_groups)
+    tp = tp.astype(np.int64)
+    tiou_sum = sequential_sums(matched.tiou_sum, class_level_group, n_level_groups)
+    n_gold = np.bincount(class_level_group[gold.group], minlength=n_level_groups)
+    n_pred = n_pred_valid + n_invalid
+    fp, fn = n_pred - tp, n_gold - tp
+    return {
+        "interval_tp": tp,
+        "interval_fp": fp,
+        "interval_fn": fn,
+        "tiou_sum": tiou_sum,
+        "n_gold_intervals": n_gold,
+        "sample_f1_50": _f1(tp, fp, fn),
+    }
 
 
 def _row_columns(source: RowSource, repeat: int) -> dict[str, np.ndarray | pa.Array]:
@@ -243,39 +233,76 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     """
     n = len(source)
     valid = source.parsed_flag("answers_valid")
-    option_offsets, option_items = list_offsets(single(source.samples["options"]))
-    gold_offsets, gold_items = list_offsets(single(source.samples["gold_items"]))
-    answer_offsets, answer_items = list_offsets(single(source.parsed["answers"]))
+    limit = _limits(source.sample_floats("duration_sec"))
+    option_flat, option_row, option_item = source.sample_items("options")
+    gold_flat, gold_row, gold_item = source.sample_items("gold_items")
+    answer_flat, answer_row, answer_item = source.parsed_items("answers", valid)  # valid only
     option_code, gold_code, answer_code = codes(
-        option_items.field("option_id"),
-        gold_items.field("option_id"),
-        answer_items.field("option_id"),
+        option_flat.field("option_id"), gold_flat.field("option_id"), answer_flat.field("option_id")
     )
-    counts = _interval_scores(
-        source,
-        valid,
-        _Items(
-            option_offsets,
-            option_code,
-            _is_composite(option_items.field("level")),
-            *_NO_INTERVALS,
-        ),
-        _Items(
-            gold_offsets,
-            gold_code,
-            _is_composite(gold_items.field("level")),
-            *interval_lists(gold_items.field("intervals")),
-        ),
-        _Items(
-            answer_offsets,
-            answer_code,
-            np.zeros(len(answer_code), bool),  # an answer's level is its option's
-            *interval_lists(answer_items.field("intervals")),
-        ),
-        dictionary_size(option_code, gold_code, answer_code),
-        levels=2,
+    size = dictionary_size(option_code, gold_code, answer_code)
+    option_code, gold_code = option_code[option_item], gold_code[gold_item]
+    answer_code = answer_code[answer_item]
+
+    # Level of each option id per row: the option's own (the last one listed), else the first
+    # gold item's, else atomic (docs/protocol.md §5: whatever is not composite is atomic).
+    option_key = option_row * size + option_code
+    last = len(option_key) - 1 - np.unique(option_key[::-1], return_index=True)[1]
+    option_keys = option_key[last]
+    option_composite = _is_composite(option_flat.field("level"))[option_item[last]]
+    gold_composite = _is_composite(gold_flat.field("level"))[gold_item]
+    gold_level = np.where(gold_composite, COMPOSITE, ATOMIC)
+    gold_key = gold_row * size + gold_code
+    gold_keys, gold_first = np.unique(gold_key, return_index=True)
+    answer_key = answer_row * size + answer_code
+    in_options = _lookup(answer_key, option_keys)
+    in_gold = _lookup(answer_key, gold_keys)
+    answer_composite = np.zeros(len(answer_key), bool)
+    from_options = in_options >= 0
+    answer_composite[from_options] = option_composite[in_options[from_options]]
+    from_gold = ~from_options & (in_gold >= 0)
+    answer_composite[from_gold] = gold_composite[gold_first[in_gold[from_gold]]]
+    answer_level = np.where(answer_composite, COMPOSITE, ATOMIC)
+
+    # Classes: (row, level, option id) of gold items, numbered by level group, then first
+    # appearance (the plain rule's dict order).
+    n_groups = 2 * n
+    gold_level_group = 2 * gold_row + gold_level
+    class_key = gold_level_group * size + gold_code
+    unique_keys, first = np.unique(class_key, return_index=True)
+    order = np.lexsort((first, unique_keys // size))
+    class_of_unique = np.empty(len(order), np.int64)
+    class_of_unique[order] = np.arange(len(order))
+    class_level_group = (unique_keys // size)[order]  # per class id
+    gold_item_class = class_of_unique[np.searchsorted(unique_keys, class_key)]
+
+    g_item, g_start, g_end, _ = interval_items(gold_flat.field("intervals"), gold_item)
+    gold = GroupedIntervals(gold_item_class[g_item], g_start, g_end)
+    answer_level_group = 2 * answer_row + answer_level
+    found = _lookup(answer_level_group * size + answer_code, unique_keys)
+    answer_class = np.full(len(found), -1, np.int64)
+    answer_class[found >= 0] = class_of_unique[found[found >= 0]]
+    answer_intervals = interval_items(answer_flat.field("intervals"), answer_item)
+    p_item = answer_intervals[0]
+    pred_all, invalid_items = _predicted(answer_intervals, answer_class, answer_row, limit)
+    in_gold_class = pred_all.group >= 0
+    pred = GroupedIntervals(
+        pred_all.group[in_gold_class], pred_all.start[in_gold_class], pred_all.end[in_gold_class]
     )
-    label_tp, label_fp, label_fn = (counts.pop(k) for k in ("label_tp", "label_fp", "label_fn"))
+    n_pred_items = np.bincount(answer_level_group[p_item], minlength=n_groups)
+    n_invalid = np.bincount(answer_level_group[invalid_items], minlength=n_groups)
+    counts = _interval_counts(
+        gold, pred, class_level_group, n_pred_items - n_invalid, n_invalid, n_groups
+    )
+
+    # Labels: sets of option ids per level group.
+    predicted = _sorted_unique(answer_level_group * size + answer_code)
+    gold_set = unique_keys
+    both = np.intersect1d(predicted, gold_set, assume_unique=True)
+    n_pred_ids = np.bincount(predicted // size, minlength=n_groups)
+    n_gold_ids = np.bincount(gold_set // size, minlength=n_groups)
+    label_tp = np.bincount(both // size, minlength=n_groups)
+    label_fp, label_fn = n_pred_ids - label_tp, n_gold_ids - label_tp
 
     valid2 = np.repeat(valid, 2)
     set_exact = valid2 & (label_fp == 0) & (label_fn == 0)
@@ -303,6 +330,12 @@ def score_behavior(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     }
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting (numpy's hash-based unique is slower on these int keys)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
+
+
 def _is_composite(levels: pa.Array) -> np.ndarray:
     return flags(pc.equal(levels.cast(pa.string()), "composite"))
 
@@ -324,27 +357,24 @@ def score_visibility(source: RowSource) -> dict[str, np.ndarray | pa.Array]:
     n = len(source)
     count_ok = source.parsed_flag("count_valid")
     intervals_ok = source.parsed_flag("intervals_valid")
-    # One class per row, at the atomic level: one gold item per sample, one answer item per
-    # parsed row, of one option id.
-    n_samples, n_parsed = source.samples.num_rows, source.parsed.num_rows
-    no_options = _Items(
-        np.zeros(n_samples + 1, np.int32), np.empty(0, np.int64), np.empty(0, bool), *_NO_INTERVALS
+    limit = _limits(source.sample_floats("duration_sec"))
+    rows_index = np.arange(n)
+    gold_intervals = single(source.samples["gold_visible_intervals"])
+    g_row, g_start, g_end, _ = interval_items(gold_intervals, source.sample_at)
+    gold = GroupedIntervals(g_row, g_start, g_end)
+    answered = np.flatnonzero(intervals_ok)
+    p_row, *p_rest = interval_items(
+        single(source.parsed["visible_intervals"]), source.parsed_at[answered]
     )
-    gold = _Items(
-        np.arange(n_samples + 1, dtype=np.int32),
-        np.zeros(n_samples, np.int64),
-        np.zeros(n_samples, bool),
-        *interval_lists(single(source.samples["gold_visible_intervals"])),
+    pred, invalid_rows = _predicted((answered[p_row], *p_rest), rows_index, rows_index, limit)
+    counts = _interval_counts(
+        gold,
+        pred,
+        rows_index,
+        np.bincount(pred.group, minlength=n),
+        np.bincount(invalid_rows, minlength=n),
+        n,
     )
-    answers = _Items(
-        np.arange(n_parsed + 1, dtype=np.int32),
-        np.zeros(n_parsed, np.int64),
-        np.zeros(n_parsed, bool),
-        *interval_lists(single(source.parsed["visible_intervals"])),
-    )
-    counts = _interval_scores(source, intervals_ok, no_options, gold, answers, 1, levels=1)
-    for name in ("label_tp", "label_fp", "label_fn"):
-        del counts[name]
     count, count_present = source.parsed_counts("visible_count")
     gold_count, gold_present = source.sample_counts("gold_visible_count")
     count_correct = count_ok & count_present & gold_present & (count == gold_count)
