@@ -12,12 +12,13 @@ import hashlib
 import io
 import logging
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
@@ -28,6 +29,9 @@ from dualcog.errors import DataError
 log = logging.getLogger(__name__)
 
 IMAGE_SETTINGS_VERSION = "img-v1"
+# Backends whose requests carry the media (data URIs read from the store). The others answer
+# from the gold set or from recorded files: for them nothing is prepared.
+MEDIA_SENDING_BACKENDS = frozenset({"openai"})
 VIDEO_SETTINGS_VERSION = "vid-v1"
 
 
@@ -49,7 +53,7 @@ class MediaFailures(DataError):
 
 
 # Pillow's and PyAV's errors on bad bytes (truncated data is an OSError, av's are ValueErrors).
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
+DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,27 @@ class ImageSettings:
         return f"{IMAGE_SETTINGS_VERSION}:{self.max_width}x{self.max_height}:q{self.jpeg_quality}"
 
 
+def sends_media(model: Mapping[str, Any]) -> bool:
+    """Whether a model's requests carry images and videos (so the store must hold them)."""
+    return model.get("backend") in MEDIA_SENDING_BACKENDS
+
+
 def store_path(store: str | Path, key: str, ext: str) -> Path:
     return Path(store) / key[:2] / f"{key}.{ext}"
 
 
 def _key(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def image_key(source: str | Path, settings: ImageSettings) -> str:
+    """The store key `prepare_image` gives `source`: known from its bytes, without decoding."""
+    return _key(file_digest(source), settings.tag())
+
+
+def video_file_key(source: str | Path) -> str:
+    """The store key `prepare_video_file` gives `source` (the whole MP4, `video_url` mode)."""
+    return _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
 
 
 def fit_size(width: int, height: int, max_width: int, max_height: int) -> tuple[int, int]:
@@ -103,13 +122,13 @@ class PreparedImage:
 
 def prepare_image(source: str | Path, store: str | Path, settings: ImageSettings) -> PreparedImage:
     """Prepare one image into the store (skipped when its key is already there)."""
-    key = _key(file_digest(source), settings.tag())
+    key = image_key(source, settings)
     target = store_path(store, key, "jpg")
     if not target.exists():
         try:
             with Image.open(source) as image:
                 encoded = encode_image(image, settings)  # decodes every pixel
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
         _write_atomic(target, encoded)
     with Image.open(target) as prepared:
@@ -187,7 +206,7 @@ def checked_frame_times(source: str | Path, expected_frames: int | None = None) 
     has no frame, or its frame count is off the manifest's beyond `frame_count_tolerance`)."""
     try:
         times = _frame_times(source)
-    except (*_DECODE_ERRORS, IndexError) as exc:  # IndexError: no video stream
+    except (*DECODE_ERRORS, IndexError) as exc:  # IndexError: no video stream
         raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
     if not times:
         raise UnreadableMedia(source, "video has no decodable frames")
@@ -209,7 +228,7 @@ def prepare_video_file(
     Checked to decode end to end first, so a truncated file is never sent to a model.
     """
     checked_frame_times(source, expected_frames)
-    key = _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
+    key = video_file_key(source)
     target = store_path(store, key, "mp4")
     if not target.exists():
         atomic.write_with(target, lambda tmp: shutil.copyfile(source, tmp))
@@ -255,7 +274,7 @@ def prepare_video_frames(
     }
     try:
         images = _decoded_images(source, needed)
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
     for j, key in zip(chosen, keys, strict=True):
         path = store_path(store, key, "jpg")
