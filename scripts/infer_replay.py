@@ -1,13 +1,13 @@
 """Snakemake adapter: one replayed run's recorded files -> its responses for every task."""
 
-from dualcog.config import model_by_name, validate_config
+from dualcog.config import model_by_name
 from dualcog.inference import replay_tasks
 from dualcog.runtime import log, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 
 
 def main(sm):
-    config = validate_config(sm.config, "the workflow configuration")
+    config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     tasks = list(sm.params.tasks)
     prompts = {task: read_frame(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}

@@ -9,14 +9,16 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from dualcog.errors import ConfigError
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_PATH = Path(__file__).with_name("config_schema.yaml")  # package data (pyproject.toml)
 
@@ -168,6 +170,8 @@ def _selects(pattern: str, model: Mapping[str, Any]) -> bool:
 
 
 def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False) -> None:
+    import jsonschema  # here: jobs read the validated config and never load it
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if unset_ok:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK
+from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK, TASK_ABBREVIATIONS
 
 GROUP_ORDER = ("proprietary", "open-weights", "spatial", "baseline")
 GROUP_TITLES = {
@@ -34,18 +34,6 @@ def marked_label(model: Mapping[str, Any], simulated_mark: str, thinking_mark: s
 TOKENS_HEADER = "Mean output tokens"
 STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing")
 
-TASK_ABBREVIATIONS = {
-    "landmark_position": "LP",
-    "future_observation": "FO",
-    "self_position": "SP",
-    "action_decision": "AD",
-    "composite_behavior": "Comp",
-    "atomic_behavior": "Atom",
-    "landmark_visibility": "Vis",
-    "position": "Pos",
-    "action_observation": "A-O",
-    "video": "Video",
-}
 
 # Optional provenance (code version, config digests, ...) that every writer can render.
 Stamp = Mapping[str, Any]
