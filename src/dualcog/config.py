@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -40,10 +41,14 @@ def schema_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
     return defaults
 
 
-# The schema is the one place defaults are written.
-_SCHEMA = load_schema()
-DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA)
-MODEL_DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA["$defs"]["model"])
+@functools.cache
+def _schema() -> tuple[dict, dict[str, Any], dict[str, Any]]:
+    """The schema, its defaults and a model's defaults (the schema is the one place defaults
+    are written); read on first validation, so that jobs importing this module do not."""
+    schema = load_schema()
+    return schema, schema_defaults(schema), schema_defaults(schema["$defs"]["model"])
+
+
 # Settings that change how fast answers arrive, never what they say: left out of the
 # fingerprint so that tuning them does not rerun a model.
 NON_ANSWER_KEYS = frozenset(
@@ -113,9 +118,9 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     """Validate against the JSON schema and return a copy with defaults and routes filled in."""
     if isinstance(config, Mapping) and "data_root" not in config:
         raise ConfigError(f"invalid configuration in {source}: {MISSING_DATA_ROOT}")
-    schema = _SCHEMA
+    schema, defaults, model_defaults = _schema()
     _check(schema, config, config, source)
-    merged = copy.deepcopy(DEFAULTS)
+    merged = copy.deepcopy(defaults)
     for key, value in config.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
@@ -136,7 +141,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
         except ConfigError as error:
             raise ConfigError(f"invalid configuration in {source}: {error}") from None
         _check_key(resolved, model, source, routes_source)
-        models.append({**MODEL_DEFAULTS, **resolved})
+        models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
     merged["models"] = select_models(models, merged.get("select"), source)
