@@ -129,6 +129,31 @@ def prompts_for(wildcards):
     return prompts_path(wildcards.model, wildcards.task)
 
 
+def prepared_media(run, tasks):
+    """The prepared media a run's requests on `tasks` read from the store: none unless its
+    backend sends media (replayed and built-in runs never trigger media preparation)."""
+    if not backend_of(model_by_name(config, run)).sends_media:
+        return []
+    paths = {"results/media/images.parquet"}
+    paths.update(
+        f"results/media/videos.{model_video_mode(run)}.parquet"
+        for task in tasks
+        if is_video_task(task)
+    )
+    return sorted(paths)
+
+
+def media_for(wildcards):
+    return prepared_media(wildcards.model, [wildcards.task])
+
+
+def sampled_frames(wildcards):
+    """`frames` mode: the sampled frames' timestamps are part of the prompt text."""
+    if wildcards.vmode == "video_url":
+        return {}
+    return {"videos": f"results/media/videos.{wildcards.vmode}.parquet"}
+
+
 def infer_settings(wildcards):
     """Answer-deciding settings of one (model, task) job: a change reruns exactly it."""
     settings = answer_settings(model_by_name(config, wildcards.model))

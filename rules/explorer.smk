@@ -1,7 +1,6 @@
 rule explorer_media:
     input:
         samples="results/benchmark/samples.parquet",
-        images="results/media/images.parquet",
     output:
         media=directory("results/explorer/media"),
         index="results/explorer/media.parquet",
@@ -11,7 +10,6 @@ rule explorer_media:
         "../envs/dualcog.yaml"
     threads: 2
     params:
-        store=config["media"]["store"],
         version=EXPLORER_VERSION,
     script:
         "../scripts/explorer_media.py"

@@ -3,6 +3,7 @@ rule infer:
         prompts=prompts_for,
         samples="results/benchmark/samples.parquet",
         replay=replay_sources,
+        media=media_for,
     output:
         "results/responses/{model}/{task}.parquet",
     log:

@@ -32,10 +32,11 @@ rule prepare_videos:
         "../scripts/prepare_videos.py"
 
 
+# Prompts carry the media keys (hashes of the source bytes), not the prepared files: only the
+# jobs of models that send media (prepared_media in common.smk) wait on the two rules above.
 rule render_image_prompts:
     input:
         samples="results/benchmark/samples.parquet",
-        images="results/media/images.parquet",
     output:
         "results/prompts/{task}.parquet",
     log:
@@ -45,6 +46,7 @@ rule render_image_prompts:
     conda:
         "../envs/dualcog.yaml"
     params:
+        settings=config["media"],
         version=RENDER_VERSION,
     script:
         "../scripts/render.py"
@@ -52,9 +54,8 @@ rule render_image_prompts:
 
 rule render_video_prompts:
     input:
+        unpack(sampled_frames),
         samples="results/benchmark/samples.parquet",
-        images="results/media/images.parquet",
-        videos="results/media/videos.{vmode}.parquet",
     output:
         "results/prompts/{task}.{vmode}.parquet",
     log:
@@ -64,6 +65,7 @@ rule render_video_prompts:
     conda:
         "../envs/dualcog.yaml"
     params:
+        settings=config["media"],
         version=RENDER_VERSION,
     script:
         "../scripts/render.py"

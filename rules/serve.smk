@@ -23,6 +23,15 @@ for served in SERVED_GROUPS:
         input:
             prompts=sorted({item["prompts"] for item in served_plan(served)}),
             samples="results/benchmark/samples.parquet",
+            media=sorted(
+                {
+                    path
+                    for run in served.runs
+                    for path in prepared_media(
+                        run, model_tasks(config, model_by_name(config, run))
+                    )
+                }
+            ),
         output:
             [item["output"] for item in served_plan(served)],
         log:

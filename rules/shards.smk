@@ -9,6 +9,7 @@ rule infer_shard:
         prompts=prompts_for,
         samples="results/benchmark/samples.parquet",
         replay=replay_sources,
+        media=media_for,
     output:
         "results/responses/{model}/{task}.shard{shard}of{shards}.parquet",
     log:

@@ -1,19 +1,23 @@
-"""Snakemake adapter: prepared images and source videos -> explorer thumbnails and frame grids."""
+"""Snakemake adapter: source images and videos -> explorer thumbnails and frame grids."""
 
 from pathlib import Path
 
 from dualcog.explorer.media import prepare_explorer_media
+from dualcog.media import MediaFailures
+from dualcog.media_problems import bad_media_error
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
 
 
 def main(sm):
     samples = read_frame(sm.input.samples)
-    images = read_frame(sm.input.images)
     folder = Path(sm.output.media).parent
-    index = prepare_explorer_media(
-        samples, images, sm.params.store, folder, sm.threads, progress_logger("explorer media")
-    )
+    try:
+        index = prepare_explorer_media(
+            samples, folder, sm.threads, progress_logger("explorer media")
+        )
+    except MediaFailures as failed:
+        raise bad_media_error(samples, failed.failures) from None
     log.info(
         "%d images, %d videos", (index["kind"] == "image").sum(), (index["kind"] == "video").sum()
     )

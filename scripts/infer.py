@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from dualcog.backends import backend_of
-from dualcog.config import model_by_name, validate_config
+from dualcog.config import model_by_name
 from dualcog.errors import DualCogError
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
@@ -26,7 +26,7 @@ def require_media(prompts, store):
 
 
 def main(sm):
-    config = validate_config(sm.config, "the workflow configuration")
+    config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     task = sm.wildcards.task
     prompts = read_frame(sm.input.prompts)

@@ -1,14 +1,14 @@
 """Snakemake adapter: one run of a backend that runs per model (replay: its recorded files)
 -> its responses for every task."""
 
-from dualcog.config import model_by_name, validate_config
+from dualcog.config import model_by_name
 from dualcog.inference import run_per_model
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 
 
 def main(sm):
-    config = validate_config(sm.config, "the workflow configuration")
+    config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     tasks = list(sm.params.tasks)
     prompts = {task: read_frame(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from dualcog.config import model_by_name, validate_config
+from dualcog.config import model_by_name
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.runtime import log, progress_logger, run_step
@@ -11,7 +11,7 @@ from dualcog.serving import ManagedServer, exit_on_signals, serve_spec
 
 
 def main(sm):
-    config = validate_config(sm.config, "the workflow configuration")
+    config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     plan = sm.params.plan  # [{run, task, prompts, output}] in input/output order
     runs = {item["run"]: model_by_name(config, item["run"]) for item in plan}
     spec = serve_spec(next(iter(runs.values())))

@@ -1,9 +1,14 @@
-"""Snakemake adapter: samples + prepared media -> results/prompts/<task>[.<video mode>].parquet."""
+"""Snakemake adapter: samples -> results/prompts/<task>[.<video mode>].parquet.
+
+Media keys come from the sources' bytes (what `prepare_images` / `prepare_videos` will store
+them under), so prompts never wait on media preparation; only `frames` mode reads the
+sampled frames (their timestamps are part of the prompt text).
+"""
 
 import pyarrow.compute as pc
 
-from dualcog.media import PreparedFrames, PreparedImage
-from dualcog.render import render_prompts
+from dualcog.media import ImageSettings, PreparedFrames, image_key, video_file_key
+from dualcog.render import image_sources, render_prompts, video_sources
 from dualcog.runtime import log, run_step
 from dualcog.schemas import PROMPTS, read_arrow, read_frame, write_table
 
@@ -13,22 +18,17 @@ def main(sm):
     # of the job's own work.
     samples = read_arrow(sm.input.samples)
     samples = samples.filter(pc.equal(samples["task"], sm.wildcards.task)).to_pandas()
-    images = {
-        row["source"]: PreparedImage(**row)
-        for row in read_frame(sm.input.images).to_dict("records")
-    }
+    media = sm.params.settings
+    settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
+    images = {source: image_key(source, settings) for source in image_sources(samples)}
     videos = frames = None
-    if hasattr(sm.input, "videos"):
-        table = read_frame(sm.input.videos).to_dict("records")
-        if sm.wildcards.vmode == "video_url":
-            videos = {row["source"]: row["keys"][0] for row in table}
-        else:
-            frames = {
-                row["source"]: PreparedFrames(
-                    row["source"], list(row["keys"]), list(row["timestamps"])
-                )
-                for row in table
-            }
+    if hasattr(sm.input, "videos"):  # frames mode
+        frames = {
+            row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
+            for row in read_frame(sm.input.videos).to_dict("records")
+        }
+    elif hasattr(sm.wildcards, "vmode"):
+        videos = {source: video_file_key(source) for source in video_sources(samples)}
     prompts = render_prompts(samples, sm.wildcards.task, images, videos, frames)
     log.info("rendered %d %s prompts", len(prompts), sm.wildcards.task)
     write_table(prompts, PROMPTS, sm.output[0])

@@ -12,6 +12,7 @@ from dataset_builder import default_image_samples, default_video_samples, write_
 from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.errors import DataError
+from dualcog.explorer.media import prepare_explorer_media
 from dualcog.ingest import ingest, ingest_excluding
 from dualcog.media import (
     ImageSettings,
@@ -154,6 +155,22 @@ def test_excluded_samples_are_dropped_at_ingest(tmp_path: Path) -> None:
     assert samples.reset_index(drop=True).equals(kept)  # the others read exactly as before
 
 
+def test_explorer_thumbnails_report_bad_images_together(tmp_path: Path) -> None:
+    """A run whose models send no media prepares none: the explorer, reading the source
+    images, is then where a bad one is found, and it is reported like preparation's."""
+    samples = ingest(_dataset(tmp_path / "data"))
+    samples = samples[samples["modality"] == "image"].reset_index(drop=True)
+    corrupt, truncated = _break_images(samples)
+    with pytest.raises(MediaFailures) as caught:
+        prepare_explorer_media(samples, tmp_path / "explorer", workers=2)
+    message = str(bad_media_error(samples, caught.value.failures))
+    for row in (corrupt, truncated):
+        _assert_names(
+            message, row, "target_image", _media_file(samples, row["sample_id"], "target")
+        )
+    assert len(list((tmp_path / "explorer").rglob("*.jpg"))) == len(image_sources(samples)) - 2
+
+
 def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path: Path) -> None:
     data_root = _dataset(tmp_path / "data")
     samples = ingest(data_root, ["landmark_visibility"])
@@ -168,7 +185,9 @@ def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path:
     write_config(workdir, config)
     failed = run_snakemake(workdir, check=False)
     assert failed.returncode != 0
-    log = (workdir / "results/logs/prepare_videos.video_url.log").read_text()
+    # No model is sent the video, so nothing is prepared: the explorer's frame grid finds it.
+    assert not list((workdir / "results/logs").glob("prepare_*.log"))
+    log = (workdir / "results/logs/explorer_media.log").read_text()
     _assert_names(
         log,
         victim,
@@ -176,11 +195,9 @@ def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path:
         _media_file(samples, victim["sample_id"], "video"),
     )
     assert f"exclude_samples: [{victim['sample_id']}]" in log
-    good_video = next(workdir.glob("results/media/store/*/*.mp4"))  # prepared and kept
 
     write_config(workdir, {**config, "exclude_samples": [victim["sample_id"]]})
     run_snakemake(workdir)
-    assert good_video.is_file()
     record = json.loads((workdir / "results/benchmark/excluded.json").read_text())
     assert record == {"count": 1, "excluded": [victim["sample_id"]], "not_found": []}
     assert victim["sample_id"] in (workdir / "results/logs/ingest.log").read_text()

@@ -6,6 +6,8 @@ import re
 
 import yaml
 from test_cluster_executor import _demo_config
+from test_media_dag import ENV as MEDIA_DAG_ENV
+from test_media_dag import SENDER
 from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.cluster import provider_resources
@@ -53,8 +55,12 @@ def test_each_api_of_the_paper_config_has_a_job_cap() -> None:
 
 
 def test_the_profile_reaches_the_jobs(tmp_path) -> None:
-    write_config(tmp_path, _demo_config())
-    result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=PLACEHOLDERS)
+    config = _demo_config()
+    # A model that is sent media, so that the media preparation jobs are in the DAG.
+    config["models"].append(SENDER)
+    write_config(tmp_path, config)
+    env = {**PLACEHOLDERS, **MEDIA_DAG_ENV}
+    result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=env)
     job = r"^(?:local)?rule (\w+):.*?\n    resources: ([^\n]*)"
     jobs = dict(re.findall(job, result.stdout, re.M | re.S))
     assert "slurm_account=acct-x" in jobs["parse"] and "slurm_partition=cpu-x" in jobs["parse"]

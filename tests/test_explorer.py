@@ -23,7 +23,6 @@ from score_fixtures import (
     visibility_sample,
 )
 
-from dualcog.errors import DataError
 from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
 from dualcog.explorer.media import MAX_FRAMES, grid_times, image_thumbnail, video_frames
 from dualcog.explorer.page import (
@@ -35,6 +34,7 @@ from dualcog.explorer.page import (
     write_explorer,
 )
 from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.media import UnreadableMedia
 from dualcog.scoring import score_samples
 
 
@@ -323,9 +323,12 @@ def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
             assert frame.size == (160, 120)
 
 
-def test_missing_prepared_image_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="prepared image missing from the media store"):
-        image_thumbnail("/src.jpg", "ab" * 16, tmp_path / "store", tmp_path)
+def test_undecodable_source_image_is_a_clear_error(tmp_path: Path) -> None:
+    source = tmp_path / "broken.jpg"
+    source.write_bytes(b"\xff\xd8 not a jpeg")
+    with pytest.raises(UnreadableMedia, match="image does not decode") as info:
+        image_thumbnail(str(source), tmp_path)
+    assert info.value.file == str(source)
 
 
 def test_timeline_labels_are_escaped() -> None:

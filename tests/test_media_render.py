@@ -13,12 +13,14 @@ from dualcog.ingest import ingest
 from dualcog.media import (
     ImageSettings,
     fit_size,
+    image_key,
     prepare_image,
     prepare_images,
     prepare_video_file,
     prepare_video_frames,
     store_path,
     uniform_frame_times,
+    video_file_key,
     video_timestamp_span,
 )
 from dualcog.render import frame_note, image_sources, render_prompts, request_key
@@ -60,6 +62,16 @@ def test_prepare_image_is_content_addressed_and_reused(tmp_path: Path) -> None:
     assert other.key != keys["a.jpg"]  # a setting change makes a new key
 
 
+def test_keys_are_known_without_preparing(tmp_path: Path) -> None:
+    """Prompts carry keys computed from the sources alone: the same keys preparation gives."""
+    store = tmp_path / "store"
+    image = _jpeg(tmp_path / "a.jpg")
+    for settings in (ImageSettings(), ImageSettings(320, 240, 50)):
+        assert image_key(image, settings) == prepare_image(image, store, settings).key
+    video = _mp4(tmp_path / "v.mp4")
+    assert video_file_key(video) == prepare_video_file(video, store)
+
+
 def _mp4(path: Path, frames: int = 21, fps: int = 10) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as container:
@@ -90,7 +102,9 @@ def test_video_frames_and_file(tmp_path: Path) -> None:
 def test_render_uses_stored_prompts_and_orders_media(tmp_path: Path) -> None:
     samples = ingest(write_dataset(tmp_path))
     store = tmp_path / "store"
-    images = {p.source: p for p in prepare_images(image_sources(samples), store, ImageSettings())}
+    images = {
+        p.source: p.key for p in prepare_images(image_sources(samples), store, ImageSettings())
+    }
     prompts = render_prompts(samples, "future_observation", images)
     row = prompts.iloc[0]
     assert row["system_text"] == "system"
@@ -116,7 +130,8 @@ def test_render_falls_back_to_templates(tmp_path: Path) -> None:
             sample.pop(key)
     samples = ingest(write_dataset(tmp_path, image_samples=images_in))
     images = {
-        p.source: p for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
+        p.source: p.key
+        for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
     }
     prompts = render_prompts(samples, "landmark_position", images)
     user = prompts.iloc[0]["user_text"]
@@ -132,7 +147,8 @@ def test_render_template_error_names_sample(tmp_path: Path) -> None:
         sample.pop("reference_object_view")
     samples = ingest(write_dataset(tmp_path, image_samples=images_in))
     images = {
-        p.source: p for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
+        p.source: p.key
+        for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
     }
     with pytest.raises(DataError) as info:
         render_prompts(samples, "landmark_position", images)
@@ -142,7 +158,9 @@ def test_render_template_error_names_sample(tmp_path: Path) -> None:
 def test_video_render_modes(tmp_path: Path) -> None:
     samples = ingest(write_dataset(tmp_path))
     store = tmp_path / "store"
-    images = {p.source: p for p in prepare_images(image_sources(samples), store, ImageSettings())}
+    images = {
+        p.source: p.key for p in prepare_images(image_sources(samples), store, ImageSettings())
+    }
     source = samples[samples["task"] == "behavior"].iloc[0]["media"][0]["resolved_path"]
     video_paths = {
         m["resolved_path"] for media in samples["media"] for m in media if m["role"] == "video"

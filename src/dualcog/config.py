@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from dualcog.errors import ConfigError
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_PATH = Path(__file__).with_name("config_schema.yaml")  # package data (pyproject.toml)
 
@@ -38,10 +41,14 @@ def schema_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
     return defaults
 
 
-# The schema is the one place defaults are written.
-_SCHEMA = load_schema()
-DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA)
-MODEL_DEFAULTS: dict[str, Any] = schema_defaults(_SCHEMA["$defs"]["model"])
+@functools.cache
+def _schema() -> tuple[dict, dict[str, Any], dict[str, Any]]:
+    """The schema, its defaults and a model's defaults (the schema is the one place defaults
+    are written); read on first validation, so that jobs importing this module do not."""
+    schema = load_schema()
+    return schema, schema_defaults(schema), schema_defaults(schema["$defs"]["model"])
+
+
 # Settings that change how fast answers arrive, never what they say: left out of the
 # fingerprint so that tuning them does not rerun a model.
 NON_ANSWER_KEYS = frozenset(
@@ -112,9 +119,9 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     """Validate against the JSON schema and return a copy with defaults and routes filled in."""
     if isinstance(config, Mapping) and "data_root" not in config:
         raise ConfigError(f"invalid configuration in {source}: {MISSING_DATA_ROOT}")
-    schema = _SCHEMA
+    schema, defaults, model_defaults = _schema()
     _check(schema, config, config, source)
-    merged = copy.deepcopy(DEFAULTS)
+    merged = copy.deepcopy(defaults)
     for key, value in config.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
@@ -135,7 +142,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
         except ConfigError as error:
             raise ConfigError(f"invalid configuration in {source}: {error}") from None
         _check_key(resolved, model, source, routes_source)
-        models.append({**MODEL_DEFAULTS, **resolved})
+        models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
     merged["models"] = select_models(models, merged.get("select"), source)
@@ -169,6 +176,8 @@ def _selects(pattern: str, model: Mapping[str, Any]) -> bool:
 
 
 def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False) -> None:
+    import jsonschema  # here: jobs read the validated config and never load it
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if unset_ok:

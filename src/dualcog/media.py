@@ -49,7 +49,7 @@ class MediaFailures(DataError):
 
 
 # Pillow's and PyAV's errors on bad bytes (truncated data is an OSError, av's are ValueErrors).
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
+DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError)
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,16 @@ def store_path(store: str | Path, key: str, ext: str) -> Path:
 
 def _key(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def image_key(source: str | Path, settings: ImageSettings) -> str:
+    """The store key `prepare_image` gives `source`: known from its bytes, without decoding."""
+    return _key(file_digest(source), settings.tag())
+
+
+def video_file_key(source: str | Path) -> str:
+    """The store key `prepare_video_file` gives `source` (the whole MP4, `video_url` mode)."""
+    return _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
 
 
 def fit_size(width: int, height: int, max_width: int, max_height: int) -> tuple[int, int]:
@@ -103,13 +113,13 @@ class PreparedImage:
 
 def prepare_image(source: str | Path, store: str | Path, settings: ImageSettings) -> PreparedImage:
     """Prepare one image into the store (skipped when its key is already there)."""
-    key = _key(file_digest(source), settings.tag())
+    key = image_key(source, settings)
     target = store_path(store, key, "jpg")
     if not target.exists():
         try:
             with Image.open(source) as image:
                 encoded = encode_image(image, settings)  # decodes every pixel
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
         _write_atomic(target, encoded)
     with Image.open(target) as prepared:
@@ -187,7 +197,7 @@ def checked_frame_times(source: str | Path, expected_frames: int | None = None) 
     has no frame, or its frame count is off the manifest's beyond `frame_count_tolerance`)."""
     try:
         times = _frame_times(source)
-    except (*_DECODE_ERRORS, IndexError) as exc:  # IndexError: no video stream
+    except (*DECODE_ERRORS, IndexError) as exc:  # IndexError: no video stream
         raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
     if not times:
         raise UnreadableMedia(source, "video has no decodable frames")
@@ -209,7 +219,7 @@ def prepare_video_file(
     Checked to decode end to end first, so a truncated file is never sent to a model.
     """
     checked_frame_times(source, expected_frames)
-    key = _key(file_digest(source), VIDEO_SETTINGS_VERSION, "video_url")
+    key = video_file_key(source)
     target = store_path(store, key, "mp4")
     if not target.exists():
         atomic.write_with(target, lambda tmp: shutil.copyfile(source, tmp))
@@ -255,7 +265,7 @@ def prepare_video_frames(
     }
     try:
         images = _decoded_images(source, needed)
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
     for j, key in zip(chosen, keys, strict=True):
         path = store_path(store, key, "jpg")

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from dualcog.errors import DataError
-from dualcog.media import ImageSettings, PreparedFrames, PreparedImage
+from dualcog.media import ImageSettings, PreparedFrames
 from dualcog.tasks import REQUEST_BY_TASK
 
 VIDEO_MODES = ("video_url", "frames")
@@ -71,14 +71,15 @@ def _prompt_texts(row: Mapping[str, Any]) -> tuple[str, str]:
 def render_prompts(
     samples: pd.DataFrame,
     task: str,
-    images: Mapping[str, PreparedImage],
+    images: Mapping[str, str],
     videos: Mapping[str, str] | None = None,
     frames: Mapping[str, PreparedFrames] | None = None,
 ) -> pd.DataFrame:
     """Prompts of one request kind (PROMPTS columns), in sample order.
 
-    `images` maps a resolved source path to its prepared image; for video tasks pass either
-    `videos` (source → MP4 key, `video_url` mode) or `frames` (source → sampled frames).
+    `images` maps a resolved source path to its media store key (`dualcog.media.image_key`:
+    known without preparing the image); for video tasks pass either `videos` (source → MP4
+    key, `video_url` mode) or `frames` (source → sampled frames).
     """
     kind = REQUEST_BY_TASK[task]
     rows = []
@@ -100,7 +101,7 @@ def render_prompts(
                 else:
                     raise ValueError(f"{task}: a video rendering (videos or frames) is required")
             else:
-                keys.append(images[source].key)
+                keys.append(images[source])
                 kinds.append("image")
         if kind.modality == "video" and kinds and kinds[0] == "image":
             raise ValueError(f"{row['sample_id']}: the video must come before the reference")

@@ -97,3 +97,17 @@ IMAGE_DUAL_FAMILIES: dict[str, tuple[str, str]] = {
 }
 
 PARSE_MODES = ("strict", "compatible", "legacy")
+
+# Short column names of the tables and the explorer's task filters.
+TASK_ABBREVIATIONS = {
+    "landmark_position": "LP",
+    "future_observation": "FO",
+    "self_position": "SP",
+    "action_decision": "AD",
+    "composite_behavior": "Comp",
+    "atomic_behavior": "Atom",
+    "landmark_visibility": "Vis",
+    "position": "Pos",
+    "action_observation": "A-O",
+    "video": "Video",
+}

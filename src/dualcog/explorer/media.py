@@ -1,7 +1,8 @@
 """Explorer media: small thumbnails of every still image and a frame grid of every video.
 
-Made once for all models (the per-model pages only reference them), from the prepared images
-of the media store (what the models saw) and the source videos. Files live under
+Made once for all models (the per-model pages only reference them), from the source images
+and videos: a run whose models send no media prepares none (a backend's `sends_media` in
+dualcog.backends), so the explorer does not wait on the media store. Files live under
 `results/explorer/media/` so the pages load them lazily by relative path and work offline.
 """
 
@@ -20,8 +21,9 @@ import pandas as pd
 from PIL import Image
 
 from dualcog import atomic
-from dualcog.errors import DataError
-from dualcog.media import fit_size, store_path
+from dualcog.atomic import DiskFull
+from dualcog.media import DECODE_ERRORS, MediaFailures, UnreadableMedia, fit_size
+from dualcog.render import image_sources
 
 THUMB_SIZE = (320, 240)
 FRAME_SIZE = (160, 120)
@@ -58,15 +60,16 @@ def _write(path: Path, data: bytes) -> None:
     atomic.write_bytes(path, data)
 
 
-def image_thumbnail(source: str, key: str, store: str | Path, folder: Path) -> MediaRow:
-    """Thumbnail of the prepared image `key` (the bytes the model was sent)."""
-    prepared = store_path(store, key, "jpg")
-    if not prepared.is_file():
-        raise DataError("prepared image missing from the media store", file=str(prepared))
-    relative = f"media/{key[:2]}/{key}.jpg"
-    with Image.open(prepared) as image:
-        image.draft("RGB", THUMB_SIZE)  # JPEG decode at reduced scale: much less work
-        data, size = _jpeg(image, THUMB_SIZE)
+def image_thumbnail(source: str, folder: Path) -> MediaRow:
+    """Thumbnail of the source image (raises `UnreadableMedia` when it does not decode)."""
+    name = hashlib.sha256(f"explorer-thumb-1\x1f{source}".encode()).hexdigest()[:32]
+    relative = f"media/{name[:2]}/{name}.jpg"
+    try:
+        with Image.open(source) as image:
+            image.draft("RGB", THUMB_SIZE)  # JPEG decode at reduced scale: much less work
+            data, size = _jpeg(image, THUMB_SIZE)
+    except DECODE_ERRORS as exc:
+        raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
     _write(folder / relative, data)
     return MediaRow("image", source, [relative], [], *size)
 
@@ -92,8 +95,20 @@ def _small(frame, size: tuple[int, int], reformatter) -> Image.Image:
 def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
     """One streaming decode of `source`; the frame nearest each grid time becomes a thumbnail.
 
-    Only the previous frame is held, so memory does not grow with the video's length.
+    Only the previous frame is held, so memory does not grow with the video's length. Raises
+    `UnreadableMedia` when the video does not open or decode.
     """
+    import av
+
+    try:
+        return _video_frames(source, duration, folder)
+    except DiskFull:
+        raise
+    except (*DECODE_ERRORS, IndexError, av.error.FFmpegError) as exc:  # IndexError: no stream
+        raise UnreadableMedia(source, f"video does not decode ({exc})") from exc
+
+
+def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
     import av
     from av.video.reformatter import VideoReformatter
 
@@ -116,11 +131,7 @@ def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
         files.append(relative)
         stamps.append(round(time, 3))
 
-    try:
-        container = av.open(source)
-    except (OSError, av.error.FFmpegError) as exc:
-        raise DataError(f"cannot open video: {exc}", file=source) from exc
-    with container:
+    with av.open(source) as container:
         # Default (no frame threads): the rule already runs one video per worker thread, and
         # frame threading cost ~30 % more CPU per video at the benchmark's frame size.
         stream = container.streams.video[0]
@@ -141,7 +152,7 @@ def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
                 break
             previous = (time, frame)
         if previous is None:
-            raise DataError("no decodable video frames", file=source)
+            raise UnreadableMedia(source, "video has no decodable frames")
         while len(files) < len(targets):  # targets past the last frame: the last frame
             keep(previous[1], previous[0])
     return MediaRow("video", source, files, stamps, *size)
@@ -149,15 +160,14 @@ def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
 
 def prepare_explorer_media(
     samples: pd.DataFrame,
-    images: pd.DataFrame,
-    store: str | Path,
     folder: str | Path,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Thumbnails of every still image of `images` and frame grids of every video in `samples`.
+    """Thumbnails of every still image and frame grids of every video in `samples`.
 
-    Returns the media index (MEDIA_COLUMNS), one row per distinct source.
+    Returns the media index (MEDIA_COLUMNS), one row per distinct source. Every file is
+    tried; `MediaFailures` then lists each one that does not decode.
     """
     folder = Path(folder)
     durations: dict[str, float] = {}
@@ -169,17 +179,26 @@ def prepare_explorer_media(
             elif item["role"] == "video":
                 durations.setdefault(item["resolved_path"], math.nan)
     videos = sorted(durations)
+
+    def attempt(make: Callable[[], MediaRow]) -> MediaRow | UnreadableMedia:
+        try:
+            return make()
+        except UnreadableMedia as failure:
+            return failure
+
     jobs: list[Callable[[], MediaRow]] = [
-        (lambda s=source, k=key: image_thumbnail(s, k, store, folder))
-        for source, key in zip(images["source"], images["key"], strict=True)
+        (lambda s=source: image_thumbnail(s, folder)) for source in image_sources(samples)
     ]
     jobs += [(lambda s=source: video_frames(s, durations[s], folder)) for source in videos]
     rows: list[MediaRow] = []
+    failures: list[UnreadableMedia] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, row in enumerate(pool.map(lambda job: job(), jobs)):
-            rows.append(row)
+        for i, row in enumerate(pool.map(attempt, jobs)):
+            (failures if isinstance(row, UnreadableMedia) else rows).append(row)
             if progress and (i + 1) % 500 == 0:
                 progress(f"{i + 1}/{len(jobs)} media files")
+    if failures:
+        raise MediaFailures(failures)
     return media_frame(rows)
 
 

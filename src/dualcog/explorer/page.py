@@ -23,12 +23,12 @@ import jinja2.ext
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.stamp import stamp_rows
-from dualcog.tables import TASK_ABBREVIATIONS
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
     IMAGE_DUAL_FAMILIES,
     REQUEST_KINDS,
     SCORED_BY_TASK,
+    TASK_ABBREVIATIONS,
     VIDEO_DIFFICULTIES,
 )
 from dualcog.usage import OUTCOME_TITLES, OUTCOMES

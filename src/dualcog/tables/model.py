@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from dualcog.backends import declared
-from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK
+from dualcog.tasks import IMAGE_TASKS, SCORED_BY_TASK, TASK_ABBREVIATIONS
 
 GROUP_ORDER = ("proprietary", "open-weights", "spatial", "baseline")
 GROUP_TITLES = {
@@ -36,18 +36,6 @@ TOKENS_HEADER = "Mean output tokens"
 COST_HEADER = "Cost (USD)"
 STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing")
 
-TASK_ABBREVIATIONS = {
-    "landmark_position": "LP",
-    "future_observation": "FO",
-    "self_position": "SP",
-    "action_decision": "AD",
-    "composite_behavior": "Comp",
-    "atomic_behavior": "Atom",
-    "landmark_visibility": "Vis",
-    "position": "Pos",
-    "action_observation": "A-O",
-    "video": "Video",
-}
 
 # Optional provenance (code version, config digests, ...) that every writer can render.
 Stamp = Mapping[str, Any]
