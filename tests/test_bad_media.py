@@ -154,6 +154,7 @@ def test_excluded_samples_are_dropped_at_ingest(tmp_path: Path) -> None:
     assert samples.reset_index(drop=True).equals(kept)  # the others read exactly as before
 
 
+@pytest.mark.workflow
 def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path: Path) -> None:
     data_root = _dataset(tmp_path / "data")
     samples = ingest(data_root, ["landmark_visibility"])

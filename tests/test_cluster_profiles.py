@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from test_cluster_executor import _demo_config
 from workflow_runner import REPO, run_snakemake, write_config
@@ -52,6 +53,7 @@ def test_each_api_of_the_paper_config_has_a_job_cap() -> None:
     assert caps == set(provider_resources(_paper_models()))
 
 
+@pytest.mark.workflow
 def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     write_config(tmp_path, _demo_config())
     result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=PLACEHOLDERS)
@@ -74,6 +76,7 @@ def test_the_submission_rate_is_one_snakemake_honours(monkeypatch) -> None:
     assert "max-jobs-per-second" not in _profile()
 
 
+@pytest.mark.workflow
 def test_a_dry_run_without_the_placeholder_exports_names_them(tmp_path, monkeypatch) -> None:
     for name in PLACEHOLDERS:
         monkeypatch.delenv(name, raising=False)
