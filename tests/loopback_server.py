@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from dualcog.inference.budget import JITTER_GUARD_S
 
 # status, body (a dict sent as JSON, or raw bytes sent as they are), headers
 Reply = tuple[int, dict | bytes, dict]
@@ -135,3 +138,20 @@ def max_in_window(arrivals: list[float], window: float) -> int:
             start += 1
         best = max(best, end - start + 1)
     return best
+
+
+def assert_rate_limited(arrivals: list[float], limit: int, window: float, late_s: float = 1.0):
+    """The arrivals (timestamped here, at the server) are those of a client whose budget
+    clears a request every `(window + JITTER_GUARD_S) / limit` seconds (RateBudget) and whose
+    requests arrive up to `late_s` after they were cleared (a loaded CPU, a first connection).
+
+    That allows at most `1 + (window + late_s) / spacing` arrivals in one `window`, and the
+    first and last arrival are at least `(n - 1) * spacing - late_s` apart: a budget not
+    shared by the jobs, or twice too generous, fails the second check.
+    """
+    spacing = (window + JITTER_GUARD_S) / limit
+    arrivals = sorted(arrivals)
+    most = 1 + math.floor((window + late_s) / spacing)
+    assert max_in_window(arrivals, window) <= most, (max_in_window(arrivals, window), most)
+    span, least = arrivals[-1] - arrivals[0], (len(arrivals) - 1) * spacing - late_s
+    assert span >= least, f"{len(arrivals)} requests in {span:.2f} s, not in {least:.2f} s"

@@ -27,7 +27,7 @@ import yaml
 from browser import Browser
 from workflow_runner import REPO
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 RUNS, SIMULATED = 45, 2
 EXPLORED = "sim-run-01-Instant"  # the explorer page opened

@@ -19,7 +19,7 @@ from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.tasks import REQUEST_KINDS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 CHECKOUT_LINE = "checkout = Path(dualcog.__file__).resolve().parents[2]"
 MODEL = "recorded-run-Instant"

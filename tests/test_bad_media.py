@@ -171,6 +171,7 @@ def test_explorer_thumbnails_report_bad_images_together(tmp_path: Path) -> None:
     assert len(list((tmp_path / "explorer").rglob("*.jpg"))) == len(image_sources(samples)) - 2
 
 
+@pytest.mark.workflow
 def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path: Path) -> None:
     data_root = _dataset(tmp_path / "data")
     samples = ingest(data_root, ["landmark_visibility"])

@@ -20,6 +20,9 @@ import pytest
 import yaml
 from workflow_runner import REPO, run_snakemake, write_config
 
+# A batch queue's detached processes, SLURM; the runs are `workflow` too.
+pytestmark = pytest.mark.integration
+
 PROFILE = REPO / "profiles" / "cluster-generic"
 # Both runs of a comparison claim the same creation time (the stamps' `created`).
 PINNED = {"SOURCE_DATE_EPOCH": "1767225600"}
@@ -126,6 +129,7 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
+@pytest.mark.workflow
 def test_cluster_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     _plugin_installed()
     cluster = tmp_path / "cluster"
@@ -173,6 +177,7 @@ def _slurm_is_up() -> None:
     pytest.skip(message)
 
 
+@pytest.mark.workflow
 def test_slurm_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     """The same workflow through snakemake-executor-plugin-slurm (sbatch, squeue, srun)."""
     _slurm_is_up()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from test_cluster_executor import _demo_config
 from test_media_dag import ENV as MEDIA_DAG_ENV
@@ -54,6 +55,7 @@ def test_each_api_of_the_paper_config_has_a_job_cap() -> None:
     assert caps == set(provider_resources(_paper_models()))
 
 
+@pytest.mark.workflow
 def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     config = _demo_config()
     # A model that is sent media, so that the media preparation jobs are in the DAG.
@@ -80,6 +82,7 @@ def test_the_submission_rate_is_one_snakemake_honours(monkeypatch) -> None:
     assert "max-jobs-per-second" not in _profile()
 
 
+@pytest.mark.workflow
 def test_a_dry_run_without_the_placeholder_exports_names_them(tmp_path, monkeypatch) -> None:
     for name in PLACEHOLDERS:
         monkeypatch.delenv(name, raising=False)

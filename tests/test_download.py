@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from demo_fixtures import DEMO, DEMO_MODELS, DEMO_RECORDED_RUNS, RECORDED
 from fake_hub import FakeHub, card_layout, unread_paths
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import run_snakemake, write_config
 
 from dualcog.download import (
     REPAIR_HINT,
@@ -35,7 +36,6 @@ from dualcog.download import (
 from dualcog.errors import ConfigError
 from dualcog.ingest import ingest
 
-DEMO = REPO / "resources" / "demo"
 REPO_ID = "Lozumi/UAV-DualCog"
 FILES = card_layout(DEMO)
 A_VIDEO = (
@@ -256,18 +256,17 @@ def test_the_token_in_hf_token_is_sent_and_never_shown(hub, tmp_path, monkeypatc
 
 
 # -- the workflow ---------------------------------------------------------------------------
-def test_the_workflow_scores_what_it_fetched_as_it_scores_the_demo(hub, tmp_path):
-    """`snakemake download`, then the workflow on the download and on resources/demo."""
-    models = [
-        {"name": "oracle", "backend": "oracle", "group": "baseline"},
-        {"name": "random", "backend": "random", "group": "baseline", "seed": 3},
-    ]
-    replays = sorted(DEMO.glob("**/experiments/demo_recorded_run/responses.jsonl"))
+@pytest.mark.workflow
+def test_the_workflow_scores_what_it_fetched_as_it_scores_the_demo(hub, tmp_path, demo_workflow):
+    """`snakemake download`, then the workflow on the download; its metrics are those of the
+    shared demo run (on resources/demo) for the same models."""
+    models = [m for m in DEMO_MODELS if m["name"] in ("oracle", "random")]
+    # The models' settings as in the demo run; the recorded run read from resources/demo.
     models.append(
-        {"name": "recorded-Instant", "backend": "replay", "replay": list(map(str, replays))}
+        {"name": RECORDED, "backend": "replay", "replay": list(map(str, DEMO_RECORDED_RUNS))}
     )
     base = {"cache_dir": "results/cache", "tables": {"formats": ["csv"]}, "models": models}
-    fetched, plain = tmp_path / "fetched", tmp_path / "plain"
+    fetched = tmp_path / "fetched"
     download = {"into": "release"}
     env = {"HF_ENDPOINT": hub.url}
     # The download runs under a configuration whose data root exists (here the demo's).
@@ -278,13 +277,12 @@ def test_the_workflow_scores_what_it_fetched_as_it_scores_the_demo(hub, tmp_path
     write_config(fetched, {**base, "data_root": "release", "download": download})
     run = run_snakemake(fetched, env=env)
     assert "start download" not in run.stdout + run.stderr  # verified already: not fetched again
-    write_config(plain, {**base, "data_root": str(DEMO)})
-    run_snakemake(plain)
     ours = pd.read_parquet(fetched / "results/metrics/metrics.parquet")
-    theirs = pd.read_parquet(plain / "results/metrics/metrics.parquet")
+    demo = pd.read_parquet(demo_workflow / "results/metrics/metrics.parquet")
+    theirs = demo[demo["model"].isin([m["name"] for m in models])].reset_index(drop=True)
     pd.testing.assert_frame_equal(ours, theirs)
     assert len(ours) > 0
     stamp = json.loads((fetched / "results/stamp.json").read_text())
     assert stamp["release"]["commit"] == hub.commit and stamp["release"]["repo"] == REPO_ID
-    assert json.loads((plain / "results/stamp.json").read_text())["release"] is None
+    assert json.loads((demo_workflow / "results/stamp.json").read_text())["release"] is None
     shutil.rmtree(fetched / "release")

@@ -1,4 +1,4 @@
-"""End-to-end: the demo workflow stamps its outputs and builds an explorer page per model;
+"""End-to-end: the shared demo run stamps its outputs and builds an explorer page per model;
 headless Chromium opens a page, filters it, and the drawn boxes and intervals sit on the
 pixels of the coordinates the scorer used."""
 
@@ -12,56 +12,32 @@ import numpy as np
 import pandas as pd
 import pytest
 from browser import Browser, require_chromium
+from demo_fixtures import CLEAN, DEMO_MODELS, PROSE, demo_model_names, write_demo_config
 from PIL import Image
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import run_snakemake
 
 from dualcog.scoring import box_iou, match_classes
 from dualcog.scoring.intervals import clip_predicted, gold_array
 from dualcog.stamp import parquet_stamp, read_stamp, stamp_digest
 
-SIM = "sim-chatty-Thinking"
-MODELS = [
-    {"name": "oracle", "backend": "oracle", "group": "baseline"},
-    {
-        "name": SIM,
-        "backend": "simulated",
-        "group": "proprietary",
-        "seed": 13,
-        "skill": 0.5,
-        "quirks": ["think", "prose", "alias_keys", "reversed_corners"],
-    },
-    {"name": "sim-clean-Instant", "backend": "simulated", "seed": 11, "skill": 0.75},
-]
+# Snakemake runs, and a headless Chromium opens the pages.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
+
+SIM = PROSE  # the model whose page the browser opens
 GOLD = (0, 200, 83)  # explorer.css --gold
 PRED = (255, 0, 255)  # --pred
 FALSE_POSITIVE = (255, 109, 0)  # --fp
 
 
-def _config(models: list[dict]) -> dict:
-    return {
-        "data_root": str(REPO / "resources" / "demo"),
-        "tables": {"formats": ["csv", "md"]},
-        "models": models,
-    }
-
-
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    workdir = tmp_path_factory.mktemp("explorer")
-    write_config(workdir, _config(MODELS))
-    run_snakemake(workdir)
-    return workdir
-
-
-@pytest.fixture(scope="module")
-def browser(demo):
+def browser():
     require_chromium()
     with Browser() as opened:
         yield opened
 
 
-def _page(demo: Path, model: str, hash_: str = "") -> str:
-    return (demo / "results" / "explorer" / f"{model}.html").as_uri() + hash_
+def _page(demo_workflow: Path, model: str, hash_: str = "") -> str:
+    return (demo_workflow / "results" / "explorer" / f"{model}.html").as_uri() + hash_
 
 
 def _open(browser: Browser, url: str) -> None:
@@ -76,10 +52,11 @@ def _settle(browser: Browser) -> None:
     browser.evaluate("new Promise(done => setTimeout(done, 400))")
 
 
-def test_every_output_carries_the_stamp(demo: Path) -> None:
-    results = demo / "results"
+def test_every_output_carries_the_stamp(demo_workflow: Path) -> None:
+    results = demo_workflow / "results"
     stamp = read_stamp(results / "stamp.json")
-    assert set(stamp["models"]) == {m["name"] for m in MODELS}
+    models = demo_model_names()
+    assert set(stamp["models"]) == models
     assert stamp["git"] and len(stamp["git"]["commit"]) == 40  # the repo is a checkout
     assert parquet_stamp(results / "metrics" / "metrics.parquet") == stamp
     for name in ("image_main", "video_main", "audit", "audit_gains", "overall"):
@@ -90,18 +67,17 @@ def test_every_output_carries_the_stamp(demo: Path) -> None:
             assert stamp["git"]["commit"][:12] in text and stamp["data"]["digest"] in text
     leaderboard = (results / "leaderboard.html").read_text()
     assert stamp["git"]["commit"][:12] in leaderboard and stamp["data"]["digest"] in leaderboard
-    for model in MODELS:
-        page = (results / "explorer" / f"{model['name']}.html").read_text()
-        assert stamp["models"][model["name"]]["digest"] in page
-        others = [m["name"] for m in MODELS if m["name"] != model["name"]]
-        assert not any(stamp["models"][o]["digest"] in page for o in others)
-        assert (results / "explorer" / "data" / model["name"] / "c00000.js").is_file()
+    for model in models:
+        page = (results / "explorer" / f"{model}.html").read_text()
+        assert stamp["models"][model]["digest"] in page
+        assert not any(stamp["models"][o]["digest"] in page for o in models - {model})
+        assert (results / "explorer" / "data" / model / "c00000.js").is_file()
 
 
-def test_page_is_offline_and_filters_by_hash(demo: Path, browser: Browser) -> None:
-    page = (demo / "results" / "explorer" / f"{SIM}.html").read_text()
+def test_page_is_offline_and_filters_by_hash(demo_workflow: Path, browser: Browser) -> None:
+    page = (demo_workflow / "results" / "explorer" / f"{SIM}.html").read_text()
     assert "http://" not in page and "https://" not in page  # nothing fetched from a network
-    _open(browser, _page(demo, SIM, "#task=atomic_behavior&outcome=neither"))
+    _open(browser, _page(demo_workflow, SIM, "#task=atomic_behavior&outcome=neither"))
     assert browser.errors == []
     state = browser.evaluate(
         "[document.querySelector('select[name=task]').value,"
@@ -112,8 +88,8 @@ def test_page_is_offline_and_filters_by_hash(demo: Path, browser: Browser) -> No
     assert state[2] and all(c == "card video" for c in state[2])
 
 
-def test_pager_moves_through_pages(demo: Path, browser: Browser) -> None:
-    _open(browser, _page(demo, SIM))
+def test_pager_moves_through_pages(demo_workflow: Path, browser: Browser) -> None:
+    _open(browser, _page(demo_workflow, SIM))
     assert "showing 1–20" in browser.evaluate("document.getElementById('summary').textContent")
     before = browser.evaluate("document.body.dataset.rendered")
     browser.evaluate(
@@ -135,8 +111,10 @@ def _apply(browser: Browser, name: str, value: str) -> None:
     browser.wait_for(f"document.body.dataset.rendered !== {json.dumps(before)}")
 
 
-def test_filter_compare_and_screenshot(demo: Path, browser: Browser, tmp_path: Path) -> None:
-    _open(browser, _page(demo, SIM))
+def test_filter_compare_and_screenshot(
+    demo_workflow: Path, browser: Browser, tmp_path: Path
+) -> None:
+    _open(browser, _page(demo_workflow, SIM))
     total = browser.evaluate("document.getElementById('summary').textContent")
     _apply(browser, "task", "future_observation")
     assert "task=future_observation" in browser.evaluate("location.hash")
@@ -193,14 +171,16 @@ def _line_pixel(shot: Image.Image, x: float, y: float, colour, vertical: bool) -
     return False
 
 
-def _read(demo: Path, kind: str, model: str = SIM) -> pd.DataFrame:
-    frame = pd.read_parquet(demo / "results" / kind / f"{model}.parquet")
+def _read(demo_workflow: Path, kind: str, model: str = SIM) -> pd.DataFrame:
+    frame = pd.read_parquet(demo_workflow / "results" / kind / f"{model}.parquet")
     return frame[frame["parse"] == "compatible"] if "parse" in frame else frame
 
 
-def test_drawn_boxes_are_the_scored_coordinates(demo: Path, browser: Browser, tmp_path) -> None:
-    samples = pd.read_parquet(demo / "results" / "benchmark" / "samples.parquet")
-    parsed, scores = _read(demo, "parsed"), _read(demo, "scores")
+def test_drawn_boxes_are_the_scored_coordinates(
+    demo_workflow: Path, browser: Browser, tmp_path
+) -> None:
+    samples = pd.read_parquet(demo_workflow / "results" / "benchmark" / "samples.parquet")
+    parsed, scores = _read(demo_workflow, "parsed"), _read(demo_workflow, "scores")
     rows = samples.merge(parsed, on=["sample_id", "task"]).merge(
         scores[["sample_id", "iou"]], on="sample_id"
     )
@@ -212,7 +192,7 @@ def test_drawn_boxes_are_the_scored_coordinates(demo: Path, browser: Browser, tm
     pick = int(np.argmax(apart))
     sample_id, gold, pred = rows["sample_id"].iloc[pick], gold_boxes[pick], pred_boxes[pick]
     assert apart[pick] > 0.05
-    _open(browser, _page(demo, SIM, "#task=landmark_position"))
+    _open(browser, _page(demo_workflow, SIM, "#task=landmark_position"))
     left, top, width, height = browser.evaluate(
         f'(() => {{ const s = document.querySelector(\'article[data-sample="{sample_id}"] '
         "svg[data-role=target]'); s.scrollIntoView({block: 'center'});"
@@ -230,9 +210,11 @@ def test_drawn_boxes_are_the_scored_coordinates(demo: Path, browser: Browser, tm
         assert not _near(shot.getpixel((round(x1 + 6), round(y1 + 6))), colour)
 
 
-def test_drawn_intervals_are_the_scored_coordinates(demo: Path, browser: Browser, tmp_path):
-    samples = pd.read_parquet(demo / "results" / "benchmark" / "samples.parquet")
-    parsed, scores = _read(demo, "parsed"), _read(demo, "scores")
+def test_drawn_intervals_are_the_scored_coordinates(
+    demo_workflow: Path, browser: Browser, tmp_path
+):
+    samples = pd.read_parquet(demo_workflow / "results" / "benchmark" / "samples.parquet")
+    parsed, scores = _read(demo_workflow, "parsed"), _read(demo_workflow, "scores")
     rows = samples.merge(parsed, on=["sample_id", "task"]).merge(
         scores[["sample_id", "task", "interval_tp", "interval_fp"]], on=["sample_id", "task"]
     )
@@ -248,7 +230,7 @@ def test_drawn_intervals_are_the_scored_coordinates(demo: Path, browser: Browser
             picked = (row.sample_id, gold, pred, row.duration_sec)
     assert picked, "no visibility sample with a matched interval"
     sample_id, gold, pred, duration = picked
-    _open(browser, _page(demo, SIM, "#task=landmark_visibility"))
+    _open(browser, _page(demo_workflow, SIM, "#task=landmark_visibility"))
     geometry = browser.evaluate(
         f'(() => {{ const s = document.querySelector(\'article[data-sample="{sample_id}"] '
         "svg.timeline'); s.scrollIntoView({block: 'center'}); const r = s.getBoundingClientRect();"
@@ -285,19 +267,19 @@ def test_drawn_intervals_are_the_scored_coordinates(demo: Path, browser: Browser
     assert checked[GOLD] >= 1 and checked[PRED] >= 1, checked
 
 
-def test_changing_one_model_changes_only_its_stamp(demo: Path) -> None:
-    results = demo / "results"
+def test_changing_one_model_changes_only_its_stamp(demo_copy: Path) -> None:
+    results = demo_copy / "results"
     before = read_stamp(results / "stamp.json")
-    pages = {m["name"]: (results / "explorer" / f"{m['name']}.html") for m in MODELS}
+    pages = {name: results / "explorer" / f"{name}.html" for name in demo_model_names()}
     mtimes = {name: path.stat().st_mtime_ns for name, path in pages.items()}
-    changed = [dict(m) for m in MODELS]
-    changed[2]["skill"] = 0.4
-    write_config(demo, _config(changed))
-    run_snakemake(demo)
+    name = CLEAN
+    write_demo_config(
+        demo_copy, [{**m, "skill": 0.4} if m["name"] == name else m for m in DEMO_MODELS]
+    )
+    run_snakemake(demo_copy)
     after = read_stamp(results / "stamp.json")
-    name = changed[2]["name"]
     assert after["models"][name]["digest"] != before["models"][name]["digest"]
-    for other in ("oracle", SIM):
+    for other in demo_model_names() - {name}:
         assert after["models"][other] == before["models"][other]
         assert pages[other].stat().st_mtime_ns == mtimes[other]  # its explorer not rebuilt
     assert pages[name].stat().st_mtime_ns != mtimes[name]

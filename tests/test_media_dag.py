@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from test_cluster_executor import _demo_config
 from workflow_runner import run_snakemake, write_config
+
+pytestmark = pytest.mark.workflow  # Snakemake dry runs
 
 TASKS = ["landmark_position", "behavior"]
 SENDER = {

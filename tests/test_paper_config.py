@@ -118,6 +118,7 @@ def test_every_run_resolves_to_a_switch(paper) -> None:
             assert model["api_key"].startswith("${") and model["request_model"] == base
 
 
+@pytest.mark.workflow
 def test_dry_run_plans_the_full_paper_dag(tmp_path: Path) -> None:
     (tmp_path / "config").mkdir()
     for name in ("paper.yaml", "paper_routes.yaml"):

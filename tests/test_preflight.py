@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from workflow_runner import REPO, run_snakemake, write_config
 
@@ -78,6 +79,7 @@ def test_data_root_from_the_environment(monkeypatch) -> None:
     assert config["data_root"] == DEMO and check(config, {}) == []
 
 
+@pytest.mark.workflow
 def test_user_config_without_data_root_fails_and_never_inherits_the_demo(tmp_path: Path) -> None:
     # A workflow folder whose config/config.yaml is the demo, as in a fresh clone.
     demo = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -126,6 +128,7 @@ def test_two_copies_of_the_benchmark_are_refused_naming_both_manifests(tmp_path:
     assert sample in first.read_text()
 
 
+@pytest.mark.workflow
 def test_served_model_without_vllm_is_named_before_any_job(tmp_path: Path) -> None:
     """A `serve:` model whose server command is not installed here: found at start, not when
     its job starts (only where its server would start here: not for dry runs or conda)."""

@@ -19,6 +19,9 @@ from workflow_runner import REPO, run_snakemake, write_config
 from dualcog.tables.inputs import load_inputs
 from dualcog.tables.leaderboard import render_leaderboard
 
+# A Snakemake run; pdflatex and Chromium read its outputs.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
+
 TABLES = ("audit", "audit_gains", "image_main", "video_main", "overall", "usage")
 TEX_DOCUMENT = r"""\documentclass{article}
 \usepackage{booktabs}

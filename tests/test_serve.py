@@ -32,6 +32,9 @@ from dualcog.serving import (
     served_groups,
 )
 
+# (Fake) vLLM server processes.
+pytestmark = pytest.mark.integration
+
 FAKE = Path(__file__).parent / "fake_vllm.py"
 IMAGE = "cd" + "4" * 62
 

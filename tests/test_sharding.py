@@ -194,6 +194,7 @@ def _submitted_rules(workdir: Path) -> set[str]:
     return {m for log in logs for m in re.findall(r"^(?:local)?rule (\w+):", log.read_text(), re.M)}
 
 
+@pytest.mark.workflow
 def test_sharded_run_equals_unsharded_and_resharding_sends_nothing(tmp_path: Path) -> None:
     target = "results/metrics/metrics.parquet"
     with LoopbackServer(answer) as server:
@@ -241,6 +242,7 @@ def _planned(output: str) -> list[str]:
     return re.findall(r"^(?:local)?rule (\w+):", output, flags=re.M)
 
 
+@pytest.mark.workflow
 def test_one_shard_is_todays_dag_and_jobs_hold_their_providers_cap(tmp_path: Path) -> None:
     api_base = "http://127.0.0.1:9/v1"  # never contacted by a dry run
     plain = _run(tmp_path / "plain", _config(api_base, None), "--dry-run", "--profile", PROFILE)
@@ -252,6 +254,7 @@ def test_one_shard_is_todays_dag_and_jobs_hold_their_providers_cap(tmp_path: Pat
     assert sorted(caps) == ["0"] * len(TASKS) + ["1"] * len(TASKS)
 
 
+@pytest.mark.workflow
 def test_a_served_model_cannot_be_sharded(tmp_path: Path) -> None:
     served = {"name": "srv-Instant", "backend": "openai", "family": "qwen_vllm", "shards": 2,
               "serve": {"model": "tiny"}}  # fmt: skip

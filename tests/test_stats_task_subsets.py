@@ -8,7 +8,10 @@ only some of them.
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from workflow_runner import REPO, run_snakemake, write_config
+
+pytestmark = pytest.mark.workflow
 
 # Representative subsets: one side of a dual family alone, a whole image family, video only,
 # and each video side alone.

@@ -12,9 +12,13 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from browser import Browser, require_chromium
 from loopback_server import LoopbackServer, Reply, completion
 from workflow_runner import REPO, run_snakemake, write_config
+
+# Real Snakemake runs against a loopback server; the explorer filter in Chromium.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 TASKS = ["landmark_position", "behavior"]
 MODEL = "loop-vlm-Instant"

@@ -21,6 +21,8 @@ from dualcog import schemas
 from dualcog.inference import media_path, run_model
 from dualcog.serving import ManagedServer, serve_spec
 
+pytestmark = pytest.mark.integration
+
 VLLM_PYTHON = os.environ.get("DUALCOG_VLLM_PYTHON")
 pytestmark = pytest.mark.skipif(
     not VLLM_PYTHON, reason="opt-in: make test-vllm (DUALCOG_VLLM_PYTHON unset)"

@@ -13,8 +13,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from loopback_server import LoopbackServer, Reply, completion
 from workflow_runner import REPO, run_snakemake, write_config
+
+pytestmark = pytest.mark.workflow
 
 SECRET = "sk-loopback-Hq7Vt3Xw9Pz2Lm5K"
 TASKS = ["landmark_position", "future_observation", "behavior"]

@@ -12,11 +12,17 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
+from demo_fixtures import copy_run
 from test_serve import FAKE, alive, started
 from workflow_runner import REPO, run_snakemake, write_config
 
+# Snakemake runs that start (fake) vLLM servers.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
+
 # (future_observation is in: without it, ingest fails on the all-empty `candidates` column.)
 TASKS = ["landmark_position", "future_observation", "behavior"]
+SERVED_JOB = "infer_served_Local_VLM"
 
 
 def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dict:
@@ -43,6 +49,22 @@ def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dic
     }
 
 
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run done up to the served job (benchmark, media, prompts, the oracle's answers)."""
+    workdir = tmp_path_factory.mktemp("served")
+    write_config(workdir, config(workdir / "starts.txt"))
+    run_snakemake(workdir, "--omit-from", SERVED_JOB)
+    return workdir
+
+
+def served_run(prepared: Path, tmp_path: Path, *server_args: str, **settings) -> Path:
+    """A copy of `prepared` whose next run starts the server with `server_args`."""
+    workdir = copy_run(prepared, tmp_path / "run")
+    write_config(workdir, config(workdir / "starts.txt", *server_args, **settings))
+    return workdir
+
+
 def snakemake_process(workdir: Path) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
@@ -64,95 +86,95 @@ def wait_for(condition, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def test_one_server_for_all_runs_and_tasks_then_gone(tmp_path: Path) -> None:
-    starts = tmp_path / "starts.txt"
-    write_config(tmp_path, config(starts, "--startup-delay", "1.5"))  # health is awaited
-    plan = run_snakemake(tmp_path, "-n")
-    assert "infer_served_Local_VLM" in plan.stdout
-    run_snakemake(tmp_path)
+def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: Path) -> None:
+    workdir = served_run(prepared, tmp_path, "--startup-delay", "1.5")  # health is awaited
+    starts = workdir / "starts.txt"
+    plan = run_snakemake(workdir, "-n")
+    assert SERVED_JOB in plan.stdout
+    assert "rule ingest" not in plan.stdout  # the copy's earlier jobs are up to date
+    run_snakemake(workdir)
     [(pid, worker)] = started(starts)  # one server for two runs x two tasks
     assert not alive(pid) and not alive(worker)
     distinct_requests = 0
     for run in ("Local-VLM-Instant", "Local-VLM-Thinking"):
         for task in TASKS:
-            out = pd.read_parquet(tmp_path / f"results/responses/{run}/{task}.parquet")
+            out = pd.read_parquet(workdir / f"results/responses/{run}/{task}.parquet")
             assert len(out) == 16 and (out["status"] == "ok").all()
             # One request per sample, identical requests too (PROTOCOL §1, v2.3).
             distinct_requests += len(out)
-    log = (tmp_path / "results/logs/serve/Local-VLM.log").read_text()
+    log = (workdir / "results/logs/serve/Local-VLM.log").read_text()
     assert log.count("request local-vlm") == distinct_requests
-    job_log = (tmp_path / "results/logs/infer/Local-VLM.served.log").read_text()
+    job_log = (workdir / "results/logs/infer/Local-VLM.served.log").read_text()
     assert f"pid {pid}" in job_log and "server stopped" in job_log
-    metrics = pd.read_parquet(tmp_path / "results/metrics/metrics.parquet")
+    metrics = pd.read_parquet(workdir / "results/metrics/metrics.parquet")
     assert {"Local-VLM-Instant", "Local-VLM-Thinking"} <= set(metrics["model"])
 
     # Nothing changed: nothing reruns and no server is started.
-    again = run_snakemake(tmp_path)
+    again = run_snakemake(workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
     assert len(started(starts)) == 1
 
 
-def test_a_failing_job_leaves_no_server(tmp_path: Path) -> None:
-    starts = tmp_path / "starts.txt"
-    write_config(tmp_path, config(starts, "--never-healthy", health_timeout_s=2))
-    result = run_snakemake(tmp_path, check=False)
+def test_a_failing_job_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
+    workdir = served_run(prepared, tmp_path, "--never-healthy", health_timeout_s=2)
+    result = run_snakemake(workdir, check=False)
     assert result.returncode != 0
-    [(pid, worker)] = started(starts)
+    [(pid, worker)] = started(workdir / "starts.txt")
     assert not alive(pid) and not alive(worker)
-    job_log = (tmp_path / "results/logs/infer/Local-VLM.served.log").read_text()
+    job_log = (workdir / "results/logs/infer/Local-VLM.served.log").read_text()
     assert "not healthy after 2 s" in job_log and "loading /models/local-vlm" in job_log
 
 
 def start_and_wait_for_requests(workdir: Path) -> tuple[subprocess.Popen, int, int]:
-    starts = workdir / "starts.txt"
-    write_config(workdir, config(starts, "--reply-delay", "0.2"))
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
     wait_for(lambda: log.exists() and "request" in log.read_text())
-    [(pid, worker)] = started(starts)
+    [(pid, worker)] = started(workdir / "starts.txt")
     assert alive(pid) and alive(worker)
     return snakemake, pid, worker
 
 
-def test_sigterm_to_snakemake_leaves_no_server(tmp_path: Path) -> None:
+def test_sigterm_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
     # Snakemake lets the running job finish, then exits; the job stops its server.
-    snakemake, pid, worker = start_and_wait_for_requests(tmp_path)
+    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2")
+    snakemake, pid, worker = start_and_wait_for_requests(workdir)
     snakemake.send_signal(signal.SIGTERM)
     snakemake.communicate(timeout=300)
     assert not alive(pid) and not alive(worker)
 
 
-def test_ctrl_c_to_snakemake_leaves_no_server(tmp_path: Path) -> None:
+def test_ctrl_c_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
     # Ctrl-C: SIGINT to the whole foreground group interrupts the job, which stops the server.
-    snakemake, pid, worker = start_and_wait_for_requests(tmp_path)
+    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2")
+    snakemake, pid, worker = start_and_wait_for_requests(workdir)
     os.killpg(snakemake.pid, signal.SIGINT)
-    snakemake.communicate(timeout=120)
-    assert snakemake.returncode != 0
+    output, _ = snakemake.communicate(timeout=120)
+    assert snakemake.returncode != 0, output[-3000:]
     wait_for(lambda: not alive(pid) and not alive(worker), timeout=60)
 
 
-def test_kill_9_leaves_a_server_that_the_next_run_reaps(tmp_path: Path) -> None:
+def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path: Path) -> None:
     """SIGKILL to Snakemake and its job while the server ignores SIGTERM: the leader and its
     worker outlive the job (PDEATHSIG is ignored, the worker never gets it); the next run's
     served job reaps both from their pidfile before starting its own server."""
-    starts = tmp_path / "starts.txt"
-    write_config(tmp_path, config(starts, "--reply-delay", "0.2", "--ignore-term"))
-    log = tmp_path / "results/logs/serve/Local-VLM.log"
-    snakemake = snakemake_process(tmp_path)
+    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2", "--ignore-term")
+    starts = workdir / "starts.txt"
+    log = workdir / "results/logs/serve/Local-VLM.log"
+    snakemake = snakemake_process(workdir)
     wait_for(lambda: log.exists() and "request" in log.read_text())
     [(pid, worker)] = started(starts)
-    pidfiles = list((tmp_path / "results/logs/serve").glob("*.pid"))
+    pidfiles = list((workdir / "results/logs/serve").glob("*.pid"))
     assert len(pidfiles) == 1
     os.killpg(snakemake.pid, signal.SIGKILL)
     snakemake.communicate(timeout=60)
     time.sleep(1.0)  # PDEATHSIG has arrived and was ignored: both are still there
     try:
         assert alive(pid) and alive(worker)
-        run_snakemake(tmp_path, "--unlock")
-        run_snakemake(tmp_path, "--rerun-incomplete")
+        run_snakemake(workdir, "--unlock")
+        run_snakemake(workdir, "--rerun-incomplete")
         assert not alive(pid) and not alive(worker)
         assert len(started(starts)) == 2 and not any(alive(p) for p, _ in started(starts))
-        assert not list((tmp_path / "results/logs/serve").glob("*.pid"))
+        assert not list((workdir / "results/logs/serve").glob("*.pid"))
     finally:
         for leftover in (pid, worker):
             with contextlib.suppress(ProcessLookupError):

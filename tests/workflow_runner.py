@@ -11,6 +11,8 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# Set per test by conftest.py: only tests marked `workflow` may run Snakemake.
+snakemake_allowed = True
 
 
 def write_config(workdir: Path, config: Mapping) -> None:
@@ -21,6 +23,8 @@ def write_config(workdir: Path, config: Mapping) -> None:
 def run_snakemake(
     workdir: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess:
+    if not snakemake_allowed:
+        raise AssertionError("this test runs Snakemake: mark it `workflow` (pytestmark)")
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(workdir), "--cores", "2", *args,
