@@ -61,7 +61,7 @@ def _digests(stamp: dict) -> dict[str, str]:
 
 def test_stamp_fields(data_root: Path) -> None:
     stamp = _stamp(MODELS, data_root)
-    assert stamp["protocol_revision"] == PROTOCOL_REVISION == "2.2"
+    assert stamp["protocol_revision"] == PROTOCOL_REVISION == "2.3"
     assert stamp["stage_versions"]["parser"] == PARSER_VERSION
     assert stamp["stage_versions"]["scorer"] == SCORER_VERSION
     assert stamp["version"] == "0.1.0"
@@ -72,7 +72,7 @@ def test_stamp_fields(data_root: Path) -> None:
     assert set(stamp["models"]) == {"a", "b", "c"}
     assert list(stamp["models"]["c"]["replay"]) == ["runs/c.jsonl"]
     summary = stamp_summary(stamp)
-    assert "protocol revision 2.2" in summary and PARSER_VERSION in summary
+    assert "protocol revision 2.3" in summary and PARSER_VERSION in summary
 
 
 def test_changing_one_models_setting_changes_only_its_digest(data_root: Path) -> None:

@@ -91,8 +91,14 @@ def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     csv = to_csv(table).splitlines()
     assert csv[1].startswith("api-Instant,") and ",1000,250,,0.004" in csv[1]
     assert any(line.startswith("oracle,baseline,oracle,all,,,,,,") for line in csv)
-    flagged = build_usage(facts, [PRICED, ORACLE], mode_flags={"api-Instant": "no reasoning"})
-    assert "Mode check, api-Instant: no reasoning." in to_markdown(flagged)
+    # Flags of one kind share one note that names the runs (45 runs must not give 45 notes).
+    kind = "-Instant run with reasoning"
+    flags = {"api-Instant": f"{kind}: 1 of its 1 answers", "oracle": f"{kind}: 2 of its 2"}
+    flagged = to_markdown(build_usage(facts, [PRICED, ORACLE], mode_flags=flags))
+    assert flagged.count("Mode check") == 1
+    assert f"Mode check, {kind} (did the thinking switch take effect?): api-Instant, oracle." in (
+        flagged
+    )
 
 
 def test_outcome_classes_first_match_wins() -> None:

@@ -1,6 +1,6 @@
 """Versions of each stage's logic; rules pass them as params, so a bump reruns that stage."""
 
-PROTOCOL_REVISION = "2.2"  # revision of the evaluation contract implemented (docs/protocol.md)
+PROTOCOL_REVISION = "2.3"  # revision of the evaluation contract implemented (docs/protocol.md)
 
 INGEST_VERSION = "ingest-3"
 RENDER_VERSION = "render-2"

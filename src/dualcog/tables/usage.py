@@ -28,7 +28,7 @@ COST_FORMAT = ",.4f"
 USAGE_NOTES = [
     "Tokens as the servers reported them (replayed runs: as their records carry them); "
     "reasoning tokens are part of the completion tokens and priced with them.",
-    "Cost: prompt and completion tokens at the model's `prices` (USD per million tokens). "
+    "Cost: prompt and completion tokens at the model's prices (USD per million tokens). "
     "– : not reported, no prices, or a built-in backend (which sends no request).",
 ]
 
@@ -105,8 +105,14 @@ def build_usage(
                     frame.loc[key, header] = float("nan")
         formats.update(share_formats)
         notes.append(OUTCOME_NOTE)
+    # One note per kind of flag (at the paper's scale many runs share one), naming the runs.
+    by_kind: dict[str, list[str]] = {}
     for model, why in (mode_flags or {}).items():
-        notes.append(f"Mode check, {rows.loc[model, 'label']}: {why}.")
+        kind = why.split(":", 1)[0]  # "-Thinking run without reasoning", "-Instant run with ..."
+        by_kind.setdefault(kind, []).append(str(rows.loc[model, "label"]))
+    for kind, labels in by_kind.items():
+        question = "did the thinking switch take effect?"
+        notes.append(f"Mode check, {kind} ({question}): {', '.join(labels)}.")
     text = [c for c in frame.columns if c not in ("Group", "Model")]
     return Table(
         name,
@@ -124,6 +130,6 @@ def build_usage(
 OUTCOME_NOTE = (
     "Outcome shares: percent of the model's samples, first match wins: request error (no "
     "answer after retries, or none recorded), refused (content filter, refusal), truncated "
-    "(finish_reason length), empty (no text), unparsable (the compatible parse cannot read "
-    "every field), answered."
+    "(the reply stopped at its length limit), empty (no text), unparsable (the compatible "
+    "parse cannot read every field), answered."
 )
