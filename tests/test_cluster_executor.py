@@ -155,7 +155,7 @@ def test_cluster_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
 def _assert_same_results(local: Path, cluster: Path) -> None:
     tables = sorted(p.name for p in (local / "results" / "tables").iterdir())
     assert tables == sorted(p.name for p in (cluster / "results" / "tables").iterdir())
-    assert len(tables) == 5 * 5  # five tables in four formats, each with its stamp
+    assert len(tables) == 6 * 5  # six tables in four formats, each with its stamp
     for name in tables:
         assert (local / "results/tables" / name).read_bytes() == (
             cluster / "results/tables" / name
