@@ -50,7 +50,6 @@ onstart:
 # success also each model's coverage and unanswered requests, and where the outputs are.
 onsuccess:
     import sys
-
     from dualcog.inference.outcome import print_run_summary
     from dualcog.summary import print_final_summary
     from dualcog.usage import run_usage_lines
