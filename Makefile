@@ -18,7 +18,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
-	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall); page: results/leaderboard.html"
+	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall, usage); page: results/leaderboard.html"
 
 # The Snakemake report of the demo's results (tables, leaderboard, plots with captions).
 report: $(VENV)/.installed
