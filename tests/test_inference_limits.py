@@ -196,6 +196,14 @@ def test_cost_limit_stops_the_run_fails_the_job_and_a_raised_limit_resumes(
         "'Qwen3-VL-8B-Instant' (or its route) in your config and run the same snakemake "
         "command again: only the requests not yet answered are sent"
     )
+    # The run's final summary says the same (read back from the outcome file).
+    from dualcog.inference.outcome import outcome_path, read_outcome
+
+    saved = read_outcome(outcome_path(cache, model["name"], "behavior"))
+    assert saved is not None and saved.lines() == [
+        "Qwen3-VL-8B-Instant/behavior: 3/6 ok; errors budget_exhausted: 3",
+        f"  {message}",
+    ]
     # max_error_rate does not excuse a limit.
     assert assess({**model, "max_error_rate": 1.0}, "t", out.status, out.error_type).failed
     # Raised: the rest goes, nothing answered is sent again.
@@ -286,6 +294,7 @@ def test_replay_carries_cached_tokens_and_refusals(tmp_path):
     assert [r["refusal"] for r in rows] == [None, "declined"]
 
 
+@pytest.mark.integration
 def test_a_limit_never_blocks_forever_when_a_holder_is_killed(tmp_path):
     """A process killed with a reservation held frees it (its flock goes with it)."""
     import subprocess

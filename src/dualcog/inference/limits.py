@@ -276,6 +276,9 @@ class SpendLimit:
     def open(self) -> None:
         if not self.active or self.lock_fd >= 0:
             return
+        # The cache read so far, outside the lock (seconds for a paper-scale cache, once):
+        # the checks under the lock then read only what was appended since.
+        self.ledger.refresh()
         self.folder.mkdir(parents=True, exist_ok=True)
         self.lock_fd = os.open(self.folder / "limit.lock", os.O_RDWR | os.O_CREAT, 0o644)
         with self._locked():
