@@ -84,13 +84,13 @@ def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     table = build_usage(facts, [PRICED, ORACLE])
     markdown = to_markdown(table)
     oracle_line = next(line for line in markdown.splitlines() if line.startswith("| oracle |"))
-    assert oracle_line.count("–") == 6 and " 0 " not in oracle_line
-    assert "| api-Instant | all | 1 | 1 | 1,000 | 250 | – | 0.0040 |" in markdown
+    assert oracle_line.count("–") == 7 and " 0 " not in oracle_line
+    assert "| api-Instant | all | 1 | 1 | 1,000 | 250 | – | – | 0.0040 |" in markdown
     assert "| api-Instant | landmark_position | 1 |" in markdown
     assert not any(line.startswith("| oracle | landmark") for line in markdown.splitlines())
     csv = to_csv(table).splitlines()
-    assert csv[1].startswith("api-Instant,") and ",1000,250,,0.004" in csv[1]
-    assert any(line.startswith("oracle,baseline,oracle,all,,,,,,") for line in csv)
+    assert csv[1].startswith("api-Instant,") and ",1000,250,,,0.004" in csv[1]
+    assert any(line.startswith("oracle,baseline,oracle,all,,,,,,,") for line in csv)
     # Flags of one kind share one note that names the runs (45 runs must not give 45 notes).
     kind = "-Instant run with reasoning"
     flags = {"api-Instant": f"{kind}: 1 of its 1 answers", "oracle": f"{kind}: 2 of its 2"}

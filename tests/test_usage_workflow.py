@@ -38,7 +38,7 @@ def answer(body: dict, count: int) -> Reply:
     return 200, reply, {}
 
 
-def configure(workdir: Path, api_base: str) -> None:
+def configure(workdir: Path, api_base: str, **extra: object) -> None:
     write_config(
         workdir,
         {
@@ -60,6 +60,7 @@ def configure(workdir: Path, api_base: str) -> None:
                     "max_retries": 0,
                     "estimated_tokens_per_request": 500,
                     "prices": {"input": 2.0, "output": 8.0},
+                    **extra,
                 },
                 {"name": "oracle", "backend": "oracle"},
             ],
@@ -116,8 +117,8 @@ def test_estimate_then_run_usage_and_outcomes(tmp_path: Path) -> None:
     assert abs(total["Cost (USD)"] - 0.1664) < 1e-9
     assert pd.isna(usage.loc["oracle", "Requests"]) and pd.isna(usage.loc["oracle", "Cost (USD)"])
     markdown = (tables / "usage.md").read_text()
-    assert "| loop-vlm-Instant | all | 32 | 32 | 64,000 | 4,800 | – | 0.1664 |" in markdown
-    assert "| oracle | all | – | – | – | – | – | – |" in markdown
+    assert "| loop-vlm-Instant | all | 32 | 32 | 64,000 | 4,800 | – | – | 0.1664 |" in markdown
+    assert "| oracle | all | – | – | – | – | – | – | – |" in markdown
     assert "0.1664" in (tables / "usage.tex").read_text()
     assert "0.1664" in (tables / "usage.html").read_text()
 
@@ -150,3 +151,26 @@ def test_estimate_then_run_usage_and_outcomes(tmp_path: Path) -> None:
             "truncated"
         )
         assert browser.errors == []
+
+
+def test_a_cost_limit_fails_the_job_and_a_raised_limit_sends_only_the_rest(tmp_path: Path):
+    target = f"results/responses/{MODEL}/landmark_position.parquet"
+    with LoopbackServer(answer) as server:
+        # An image answer costs 1000 x $2 + 100 x $8 per M = $0.0028; the configured estimate
+        # is 500 tokens at the dearer $8/M = $0.004. A request goes while spent + $0.004
+        # <= $0.03: after 9 answers (0.0252 + 0.004 = 0.0292) yes, after 10 (0.032) no.
+        configure(tmp_path, server.api_base, cost_limit=0.03)
+        failed = run_snakemake(tmp_path, target, check=False)
+        assert failed.returncode != 0
+        assert server.requests == 10
+        log = failed.stderr
+        assert (
+            f"{MODEL}/landmark_position: spending limit reached (cost_limit $0.0300: $0.0280 "
+            "spent): 6 of 16 requests not sent (error_type budget_exhausted)"
+        ) in re.sub(r"\s+", " ", log)
+        assert not (tmp_path / target).exists()
+        configure(tmp_path, server.api_base, cost_limit=1.0)
+        run_snakemake(tmp_path, target)
+        assert server.requests == 16 and server.resent_after_answer == []
+    frame = pd.read_parquet(tmp_path / target)
+    assert (frame.status == "ok").all() and len(frame) == 16

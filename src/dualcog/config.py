@@ -62,6 +62,8 @@ NON_ANSWER_KEYS = frozenset(
         "tpm_limit",
         "estimated_tokens_per_request",
         "prices",
+        "cost_limit",
+        "token_limit",
         "rate_limit_reserve_ratio",
         "concurrency",
         "max_retries",
@@ -142,6 +144,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
         except ConfigError as error:
             raise ConfigError(f"invalid configuration in {source}: {error}") from None
         _check_key(resolved, model, source, routes_source)
+        _check_cost_limit(resolved, source)
         models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
@@ -204,6 +207,17 @@ def _check_key(
             f"invalid configuration in {where}: models ({resolved['name']}).api_key must be "
             "'${VAR}' (read from the environment) or 'EMPTY'; literal keys are refused so "
             "that they never reach results or logs"
+        )
+
+
+def _check_cost_limit(resolved: Mapping[str, Any], source: str) -> None:
+    """`cost_limit` counts dollars from token usage, so it needs the model's prices (on the
+    model or its route, hence checked after the routes are merged)."""
+    if resolved.get("cost_limit") is not None and not resolved.get("prices"):
+        raise ConfigError(
+            f"invalid configuration in {source}: models ({resolved['name']}).cost_limit needs "
+            "prices to count dollars: set `prices: {input: ..., output: ...}` (USD per million "
+            "tokens) on the model or its route, or use `token_limit` instead"
         )
 
 

@@ -120,6 +120,8 @@ RESPONSES = pa.schema(
         ("completion_tokens", pa.int64()),
         ("reasoning_tokens", pa.int64()),  # usage.completion_tokens_details.reasoning_tokens
         ("finish_reason", pa.string()),
+        ("cached_tokens", pa.int64()),  # usage.prompt_tokens_details.cached_tokens (of prompt)
+        ("refusal", pa.string()),  # the provider's message.refusal text, when it declined
     ]
 )
 

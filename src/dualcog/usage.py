@@ -2,8 +2,9 @@
 
 Everything is read from the response rows (schemas.RESPONSES) the workflow already writes:
 
-- usage per model and task: requests, prompt / completion / reasoning tokens as the server
-  reported them, and the cost in USD from the model's `prices` (USD per million tokens).
+- usage per model and task: requests, prompt / completion / reasoning / cached prompt tokens
+  as the server reported them, and the cost in USD from the model's `prices` (USD per million
+  tokens; cached prompt tokens at `cached_input` where given).
   Reasoning tokens are part of `completion_tokens` in the OpenAI usage convention, so they are
   shown but not priced a second time. Built-in backends (oracle, random, simulated) send no
   request and report nothing: their cells are missing (rendered "–"), never 0;
@@ -46,24 +47,35 @@ OUTCOME_TITLES = {
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
 # Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
 REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", re.IGNORECASE)
-TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+# cached_tokens: the part of prompt_tokens the provider served from its prompt cache.
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
 USAGE_COLUMNS = ("model", "task", "requests", "reported", *TOKEN_COLUMNS, "cost_usd")
 # What is read of a responses file: the texts only to tell empty answers and reasoning apart.
 _READ_COLUMNS = (
     "sample_id", "task", "model", "backend", "status", "raw_text", "reasoning_text",
-    *TOKEN_COLUMNS, "finish_reason", "error_type", "error_message",
+    *TOKEN_COLUMNS, "finish_reason", "refusal", "error_type", "error_message",
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens: prompt (input) and completion (output) tokens."""
+    """USD per million tokens: prompt (input), completion (output) and, when the provider
+    bills them apart, cached prompt tokens (`cached_input`; None: priced as input)."""
 
     input: float
     output: float
+    cached_input: float | None = None
 
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+    def cost(
+        self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0
+    ) -> float:
+        """USD; `cached_tokens` are part of `prompt_tokens` (the OpenAI usage convention)."""
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return (
+            (prompt_tokens - cached_tokens) * self.input
+            + cached_tokens * cached_price
+            + completion_tokens * self.output
+        ) / 1e6
 
 
 def model_prices(model: Mapping[str, Any]) -> Prices | None:
@@ -71,7 +83,10 @@ def model_prices(model: Mapping[str, Any]) -> Prices | None:
     prices = model.get("prices")
     if not prices:
         return None
-    return Prices(float(prices["input"]), float(prices["output"]))
+    cached = prices.get("cached_input")
+    return Prices(
+        float(prices["input"]), float(prices["output"]), None if cached is None else float(cached)
+    )
 
 
 def _blank(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -86,7 +101,7 @@ def response_facts(table: pa.Table) -> pd.DataFrame:
     names = set(table.column_names)
     columns = {}
     for name in _READ_COLUMNS:
-        if name in ("raw_text", "reasoning_text"):
+        if name in ("raw_text", "reasoning_text", "refusal"):
             continue
         columns[name] = (
             table.column(name).to_pandas()
@@ -100,6 +115,8 @@ def response_facts(table: pa.Table) -> pd.DataFrame:
     raw = table.column("raw_text") if "raw_text" in names else null_text
     reasoning = table.column("reasoning_text") if "reasoning_text" in names else null_text
     frame["empty"] = _blank(raw)
+    refusal = table.column("refusal") if "refusal" in names else null_text
+    frame["refused"] = ~_blank(refusal)
     frame["has_reasoning"] = ~_blank(reasoning) | (frame["reasoning_tokens"].fillna(0) > 0)
     return frame
 
@@ -126,6 +143,9 @@ def read_response_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
 def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Series:
     """The outcome class (`OUTCOMES`) of each row of `facts`.
 
+    Refused: a request error naming a content filter, a refusal finish reason, or a reply
+    carrying the provider's `refusal` text (`facts["refused"]`).
+
     `parsed` (PARSED rows: sample_id, task, parse, stage, all_valid) decides `unparsable`: an
     answer whose compatible parse is not fully valid. Without it no answer is unparsable.
     """
@@ -137,6 +157,11 @@ def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Seri
         + facts["error_message"].fillna("").astype(str)
     )
     is_error = status != "ok"
+    refused_text = (
+        facts["refused"].to_numpy(dtype=bool)
+        if "refused" in facts
+        else np.zeros(len(facts), dtype=bool)
+    )
     refused_error = is_error & (status == "error") & error_text.str.contains(REFUSAL_ERROR)
     unparsable = np.zeros(len(facts), dtype=bool)
     if parsed is not None and len(parsed):
@@ -153,7 +178,7 @@ def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Seri
     conditions = [
         refused_error.to_numpy(),
         is_error.to_numpy(),
-        finish.isin(REFUSAL_FINISH).to_numpy(),
+        finish.isin(REFUSAL_FINISH).to_numpy() | refused_text,
         (finish == "length").to_numpy(),
         facts["empty"].to_numpy(dtype=bool),
         unparsable,
@@ -210,7 +235,9 @@ def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> p
         prices = model_prices(config)
         if prices is not None and len(reported):
             row["cost_usd"] = prices.cost(
-                np.nan_to_num(row["prompt_tokens"]), np.nan_to_num(row["completion_tokens"])
+                np.nan_to_num(row["prompt_tokens"]),
+                np.nan_to_num(row["completion_tokens"]),
+                np.nan_to_num(row["cached_tokens"]),
             )
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(USAGE_COLUMNS))

@@ -6,7 +6,9 @@ INGEST_VERSION = "ingest-3"
 RENDER_VERSION = "render-2"
 PARSER_VERSION = "parse-2"
 SCORER_VERSION = "score-2"
-TABLES_VERSION = "tables-3"  # 3: usage table, outcome shares in the audit
+# tables 3: usage table, outcome shares in the audit; 4: cached tokens, refusal texts
+TABLES_VERSION = "tables-4"
 STATS_VERSION = "stats-1"
 PLOTS_VERSION = "plots-1"
-EXPLORER_VERSION = "explorer-4"  # 3: request-outcome filter; 4: thumbnails from the sources
+EXPLORER_VERSION = "explorer-5"  # 3: request-outcome filter; 4: thumbnails from the sources;
+# 5: a refusal text makes a sample refused

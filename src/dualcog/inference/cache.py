@@ -54,6 +54,8 @@ CACHED_FIELDS = (
     "completion_tokens",
     "reasoning_tokens",
     "finish_reason",
+    "cached_tokens",
+    "refusal",
 )
 
 

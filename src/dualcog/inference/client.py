@@ -49,6 +49,8 @@ class Reply:
     reasoning_tokens: int | None
     total_tokens: int | None
     finish_reason: str | None
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    refusal: str | None = None  # message.refusal: the provider declined to answer
 
 
 class AttemptFailed(Exception):
@@ -104,6 +106,9 @@ def decode_reply(data: bytes) -> Reply:
     usage = usage if isinstance(usage, dict) else {}
     details = usage.get("completion_tokens_details")
     details = details if isinstance(details, dict) else {}
+    prompt_details = usage.get("prompt_tokens_details")
+    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
+    refusal = message.get("refusal")
     finish = choices[0].get("finish_reason")
     return Reply(
         content=content,
@@ -113,6 +118,8 @@ def decode_reply(data: bytes) -> Reply:
         reasoning_tokens=_int_or_none(details.get("reasoning_tokens")),
         total_tokens=_int_or_none(usage.get("total_tokens")),
         finish_reason=finish if isinstance(finish, str) else None,
+        cached_tokens=_int_or_none(prompt_details.get("cached_tokens")),
+        refusal=escape_lone_surrogates(refusal) if isinstance(refusal, str) else None,
     )
 
 

@@ -31,6 +31,7 @@ from dualcog.inference.cache import (
     cache_path,
     model_cache_dir,
 )
+from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, SpendLimit
 from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
 from dualcog.inference.rows import response_row
@@ -132,6 +133,8 @@ class OpenAIRunner:
                     completion_tokens=reply.completion_tokens,
                     reasoning_tokens=reply.reasoning_tokens,
                     finish_reason=reply.finish_reason,
+                    cached_tokens=reply.cached_tokens,
+                    refusal=reply.refusal,
                 )
             finally:
                 slots.release(slot)
@@ -155,12 +158,26 @@ class OpenAIRunner:
         rate = RateBudget(self.model, folder / "rate.bin")
         slots = ConcurrencySlots(settings.concurrency, folder)
         queue = iter(jobs)
+        # The limits read usage from the model's cache files; this job's file is the writer's.
+        limit = SpendLimit(self.model, writer.cache.path.parent, writer.cache.path.stem)
+        refused: list[Refusal] = []
 
         async def worker() -> None:
             for index, prompt, key in queue:
-                row = await self._send(prompt, client, rate, slots)
-                rows[index] = row
-                writer.put(key, str(prompt["sample_id"]), row)
+                held = await limit.reserve()
+                if isinstance(held, Refusal):  # not sent, so nothing goes to the cache
+                    if not refused:
+                        reporter.message(f"{held.text}; the rest is not sent")
+                    refused.append(held)
+                    rows[index] = self._error_row(prompt, BUDGET_EXHAUSTED, held.text, 0)
+                    reporter.add("error")
+                    continue
+                try:
+                    row = await self._send(prompt, client, rate, slots)
+                    rows[index] = row
+                    writer.put(key, str(prompt["sample_id"]), row)
+                finally:
+                    limit.settle(held)  # after the cache line: its usage is counted from there
                 reporter.add(row["status"])
 
         async def ticker() -> None:
@@ -176,6 +193,7 @@ class OpenAIRunner:
             await client.close()
             rate.close()
             slots.close()
+            limit.close()
 
     def run(
         self,

@@ -9,7 +9,10 @@ why it failed:
   came back, so the next plain `snakemake` run reruns the job and sends only the failed
   requests;
 - permanent (any other `http_4xx`, e.g. 400/401/403/404/422, content refusals): sending
-  again gives the same answer, so they stay `status=error` rows and the job succeeds.
+  again gives the same answer, so they stay `status=error` rows and the job succeeds;
+- `budget_exhausted`: not sent, because the model's `cost_limit` or `token_limit` would be
+  passed (dualcog.inference.limits). Any such row fails the job, whatever `max_error_rate`
+  says, with a message naming the limit, what was spent, what is unsent and what to type.
 
 Each openai job writes its outcome beside its cache (`<cache_dir>/<model>/<task>.outcome.json`)
 so that the run's final summary (`run_summary`, called from the Snakefile's `onsuccess` and
@@ -31,6 +34,7 @@ from typing import Any
 from dualcog.errors import DualCogError
 
 TRANSIENT_TYPES = frozenset({"timeout", "connection", "bad_response"})
+BUDGET_EXHAUSTED = "budget_exhausted"  # a request a spending limit kept from being sent
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 _HTTP = re.compile(r"^http_(\d{3})$")
 RERUN_HINT = (
@@ -61,14 +65,20 @@ class JobOutcome:
     ok: int
     errors: dict[str, int] = field(default_factory=dict)  # error_type -> count
     max_error_rate: float = 0.0
+    budget: str = ""  # the model's limits and what was spent, when a limit stopped the job
 
     @property
     def transient(self) -> int:
         return sum(n for kind, n in self.errors.items() if is_transient(kind))
 
     @property
+    def unsent(self) -> int:
+        return self.errors.get(BUDGET_EXHAUSTED, 0)
+
+    @property
     def permanent(self) -> int:
-        return sum(n for kind, n in self.errors.items() if not is_transient(kind))
+        other = (kind for kind in self.errors if kind != BUDGET_EXHAUSTED)
+        return sum(self.errors[kind] for kind in other if not is_transient(kind))
 
     @property
     def allowed(self) -> int:
@@ -76,9 +86,20 @@ class JobOutcome:
 
     @property
     def failed(self) -> bool:
-        return self.transient > self.allowed
+        return self.transient > self.allowed or self.unsent > 0
+
+    def budget_message(self) -> str:
+        return (
+            f"{self.model}/{self.task}: spending limit reached ({self.budget or 'see the log'}): "
+            f"{self.unsent} of {self.requests} requests not sent (error_type {BUDGET_EXHAUSTED}); "
+            f"the answers received are cached. To continue, raise `cost_limit` / `token_limit` "
+            f"for model {self.model!r} (or its route) in your config and run the same snakemake "
+            "command again: only the requests not yet answered are sent"
+        )
 
     def failure_message(self) -> str:
+        if self.unsent:
+            return self.budget_message()
         return (
             f"{self.model}/{self.task}: {self.transient} of {self.requests} requests failed "
             f"after retries ({self.counts_text()}); no responses written for it, the answers "
@@ -96,7 +117,9 @@ class JobOutcome:
             f"{self.model}/{self.task}: {self.ok}/{self.requests} ok; errors {self.counts_text()}"
         )
         out = [head]
-        if self.failed:
+        if self.unsent:
+            out.append(f"  {self.budget_message()}")
+        if self.transient > self.allowed:
             out.append(
                 f"  {self.transient} transient failures (more than max_error_rate="
                 f"{self.max_error_rate:g} allows: {self.allowed}): the job failed; {RERUN_HINT} "
@@ -155,6 +178,13 @@ def record_outcome(
     import logging
 
     outcome = assess(model, task, responses["status"], responses["error_type"])
+    if outcome.unsent:
+        from dualcog.inference.cache import model_cache_dir
+        from dualcog.inference.limits import SpendLimit
+
+        outcome.budget = SpendLimit(
+            model, model_cache_dir(cache_dir, str(model["name"])), task
+        ).state_text()
     write_outcome(cache_dir, outcome)
     for line in outcome.lines():
         logging.getLogger("dualcog").warning("%s", line)

@@ -25,7 +25,12 @@ from dualcog.parsing.sources import record_is_response
 
 LOG = logging.getLogger(__name__)
 # The RESPONSES columns' ranges: a value outside them is stored as null, never a stopped job.
-INT_RANGES = {"attempts": 2**31 - 1, "prompt_tokens": 2**63 - 1, "completion_tokens": 2**63 - 1}
+INT_RANGES = {
+    "attempts": 2**31 - 1,
+    "prompt_tokens": 2**63 - 1,
+    "completion_tokens": 2**63 - 1,
+    "cached_tokens": 2**63 - 1,
+}
 
 
 def replay_paths(model: Mapping[str, Any]) -> list[Path]:
@@ -139,11 +144,16 @@ def _details(record: Mapping[str, Any], number: int, invalid: _Invalid) -> dict[
     raw = record.get("raw_response")
     raw = raw if isinstance(raw, dict) else {}
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
+    # OpenAI-style usage objects nest cached prompt tokens; absent in most records (null).
+    prompt_details = usage.get("prompt_tokens_details")
+    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
     given = {
         "latency_ms": record.get("latency_ms"),
         "prompt_tokens": record.get("prompt_tokens", usage.get("prompt_tokens")),
         "completion_tokens": record.get("completion_tokens", usage.get("completion_tokens")),
+        "cached_tokens": record.get("cached_tokens", prompt_details.get("cached_tokens")),
         "finish_reason": record.get("finish_reason") or raw.get("finish_reason"),
+        "refusal": record.get("refusal"),
         "attempts": record.get("attempts"),
     }
     details: dict[str, Any] = {}
@@ -153,7 +163,7 @@ def _details(record: Mapping[str, Any], number: int, invalid: _Invalid) -> dict[
             continue
         if field == "latency_ms":
             details[field] = _latency(value)
-        elif field == "finish_reason":
+        elif field in ("finish_reason", "refusal"):
             details[field] = escape_lone_surrogates(value) if isinstance(value, str) else None
         else:
             details[field] = _integer(value, field)

@@ -26,6 +26,8 @@ def response_row(
     completion_tokens: int | None = None,
     reasoning_tokens: int | None = None,
     finish_reason: str | None = None,
+    cached_tokens: int | None = None,
+    refusal: str | None = None,
 ) -> dict[str, Any]:
     """One RESPONSES row; a failure never carries answer text."""
     if status not in schemas.RESPONSE_STATUSES:
@@ -52,13 +54,17 @@ def response_row(
         "completion_tokens": completion_tokens,
         "reasoning_tokens": reasoning_tokens,
         "finish_reason": finish_reason,
+        "cached_tokens": cached_tokens,
+        "refusal": refusal,
     }
 
 
 def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Rows -> frame in RESPONSES column order, checked against the schema."""
     frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
-    for column in ("attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens"):
+    for column in (
+        "attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
+    ):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["attempts"] = frame["attempts"].astype("Int32")
     frame["latency_ms"] = frame["latency_ms"].astype("float64")

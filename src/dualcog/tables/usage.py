@@ -21,6 +21,7 @@ USAGE_HEADERS = {
     "prompt_tokens": "Prompt tokens",
     "completion_tokens": "Completion tokens",
     "reasoning_tokens": "Reasoning tokens",
+    "cached_tokens": "Cached prompt tokens",
     "cost_usd": COST_HEADER,
 }
 COUNT_FORMAT = ",.0f"
@@ -28,7 +29,10 @@ COST_FORMAT = ",.4f"
 USAGE_NOTES = [
     "Tokens as the servers reported them (replayed runs: as their records carry them); "
     "reasoning tokens are part of the completion tokens and priced with them.",
-    "Cost: prompt and completion tokens at the model's prices (USD per million tokens). "
+    "Cached prompt tokens are part of the prompt tokens (served from the provider's prompt "
+    "cache; – where the provider does not report them).",
+    "Cost: prompt and completion tokens at the model's prices (USD per million tokens; cached "
+    "prompt tokens at its cached-input price where one is given). "
     "– : not reported, no prices, or a built-in backend (which sends no request).",
 ]
 
