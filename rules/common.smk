@@ -202,7 +202,9 @@ def stamp_models(names=None):
 
 def served_facts_of(wildcards):
     """A served run's recorded server facts (its stamp entry and explorer page show them)."""
-    return [served_facts_path(wildcards.model)] if wildcards.model in SERVED_RUNS else []
+    return (
+        [served_facts_path(wildcards.model)] if wildcards.model in SERVED_RUNS else []
+    )
 
 
 def responses_of(wildcards):

@@ -54,7 +54,10 @@ for served in SERVED_GROUPS:
         params:
             plan=served_plan(served),
             records={
-                run: {"facts": served_facts_path(run), "frames": served_frames_path(run)}
+                run: {
+                    "facts": served_facts_path(run),
+                    "frames": served_frames_path(run),
+                }
                 for run in served.runs
             },
             settings={

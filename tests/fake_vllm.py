@@ -5,17 +5,20 @@
 Serves GET /health, GET /version, GET /v1/models and POST /v1/chat/completions (a valid answer
 for image and video tasks). --version-answer picks the /version answer: `ok` (vLLM's
 {"version": FAKE_VERSION}) or a hostile one (`html`, `huge`, `not-json`, `not-text`, `absent`).
---requests-file gets one JSON line per chat request: its model, the number of image blocks and
-the frame timestamps its text states. Like vLLM, `--api-key` or else VLLM_API_KEY makes every
-/v1/ path answer 401 without `Authorization: Bearer <key>`. It appends
-"start <pid> <child pid> <model>" to --starts-file and starts one worker process in the
-server's process group (as vLLM does), so tests can check that both are gone.
+--requests-file gets one JSON line per chat request: its model, the SHA-256 of each image block's
+bytes, in order, and the frame timestamps its text states.
+Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401 without
+`Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to --starts-file
+and starts one worker process in the server's process group (as vLLM does), so tests can
+check that both are gone.
 With --ignore-term both the server and its worker ignore SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
 import re
@@ -50,7 +53,11 @@ def record_request(path: str, body: dict) -> None:
     text = " ".join(b["text"] for b in content if b.get("type") == "text")
     note = FRAME_NOTE.search(text)
     stamps = [float(t.rstrip("s")) for t in note.group(1).split(", ")] if note else []
-    images = sum(1 for b in content if b.get("type") == "image_url")
+    images = [
+        hashlib.sha256(base64.b64decode(b["image_url"]["url"].split(",", 1)[1])).hexdigest()
+        for b in content
+        if b.get("type") == "image_url"
+    ]
     record = {"model": body["model"], "images": images, "timestamps": stamps}
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
