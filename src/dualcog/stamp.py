@@ -233,6 +233,8 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
     versions = stamp.get("stage_versions", {})
     models = stamp.get("models", {})
     data = stamp.get("data", {})
+    # A served model's own page also shows what its server was (dualcog.served_facts).
+    served = next(iter(models.values())).get("served") if len(models) == 1 else None
     return [
         ("Stamp digest", stamp_digest(stamp)),
         ("dualcog version", str(stamp.get("version"))),
@@ -247,11 +249,7 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
             if len(models) == 1  # a model's own page: its settings, so no other model's change
             else [("Models", f"{len(models)} (settings digests in the full stamp)")]
         ),
-        *(
-            served_facts.fact_rows(next(iter(models.values()))["served"])
-            if len(models) == 1 and next(iter(models.values())).get("served")
-            else []
-        ),
+        *(served_facts.fact_rows(served) if served else []),
         ("Data", f"{len(data.get('manifests', {}))} manifests, digest {data.get('digest')}"),
         ("Created", str(stamp.get("created"))),
         ("Full stamp", path),
