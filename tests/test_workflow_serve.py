@@ -175,7 +175,7 @@ def test_a_failing_job_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
 def start_and_wait_for_requests(workdir: Path) -> tuple[subprocess.Popen, int, int]:
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
-    wait_for(lambda: log.exists() and "request" in log.read_text())
+    wait_for(lambda: log.exists() and "request local-vlm" in log.read_text())
     [(pid, worker)] = started(workdir / "starts.txt")
     assert alive(pid) and alive(worker)
     return snakemake, pid, worker
@@ -208,7 +208,7 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     starts = workdir / "starts.txt"
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
-    wait_for(lambda: log.exists() and "request" in log.read_text())
+    wait_for(lambda: log.exists() and "request local-vlm" in log.read_text())
     [(pid, worker)] = started(starts)
     pidfiles = list((workdir / "results/logs/serve").glob("*.pid"))
     assert len(pidfiles) == 1
