@@ -17,6 +17,8 @@ from dualcog.preflight import require_ready
 from dualcog.render import video_mode_name
 from dualcog.stats import comparison_pairs
 from dualcog.stamp import STAGE_VERSIONS, model_entry
+from dualcog.served_facts import facts_path as served_facts_path
+from dualcog.served_facts import frames_path as served_frames_path
 from dualcog.serving import served_groups
 from dualcog.sharding import shard_count
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
@@ -196,6 +198,13 @@ def stamp_models(names=None):
         for m in config["models"]
         if names is None or m["name"] in names
     }
+
+
+def served_facts_of(wildcards):
+    """A served run's recorded server facts (its stamp entry and explorer page show them)."""
+    return (
+        [served_facts_path(wildcards.model)] if wildcards.model in SERVED_RUNS else []
+    )
 
 
 def responses_of(wildcards):

@@ -24,6 +24,7 @@ rule explorer:
         media="results/explorer/media.parquet",
         manifests=manifest_files(),
         replay=replay_sources,
+        served=served_facts_of,
     output:
         page="results/explorer/{model}.html",
         data=directory("results/explorer/data/{model}"),

@@ -9,6 +9,13 @@ def served_plan(group):
             "task": task,
             "prompts": prompts_path(run, task),
             "output": f"results/responses/{run}/{task}.parquet",
+            # frames mode: the prepared frames' timestamps, recorded per request
+            "frames_index": (
+                f"results/media/videos.{model_video_mode(run)}.parquet"
+                if is_video_task(task)
+                and model_by_name(config, run)["video_mode"] == "frames"
+                else None
+            ),
         }
         for run in group.runs
         for task in model_tasks(config, model_by_name(config, run))
@@ -33,7 +40,10 @@ for served in SERVED_GROUPS:
                 }
             ),
         output:
-            [item["output"] for item in served_plan(served)],
+            responses=[item["output"] for item in served_plan(served)],
+            # what each run saw: server version, launch arguments, chat template, video
+            facts=[served_facts_path(run) for run in served.runs],
+            frames=[served_frames_path(run) for run in served.runs],
         log:
             infer=f"results/logs/infer/{served.key}.served.log",
             server=f"results/logs/serve/{served.key}.log",
@@ -43,6 +53,13 @@ for served in SERVED_GROUPS:
             gpu=served.gpus,
         params:
             plan=served_plan(served),
+            records={
+                run: {
+                    "facts": served_facts_path(run),
+                    "frames": served_frames_path(run),
+                }
+                for run in served.runs
+            },
             settings={
                 run: answer_settings(model_by_name(config, run)) for run in served.runs
             },

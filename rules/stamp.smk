@@ -3,6 +3,7 @@ rule stamp:
         manifests=manifest_files(),
         replay=all_replay_sources(),
         release=download_record(config),
+        served=[served_facts_path(run) for run in SERVED_RUNS],
     output:
         "results/stamp.json",
     log:

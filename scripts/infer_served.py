@@ -2,12 +2,17 @@
 
 from pathlib import Path
 
-from dualcog.config import model_by_name
+import pyarrow as pa
+
+from dualcog import served_facts
+from dualcog.config import is_video_task, model_by_name
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import RESPONSES, read_frame, write_table
+from dualcog.schemas import RESPONSES, SERVED_FRAMES, read_arrow, read_frame, write_table
 from dualcog.serving import ManagedServer, exit_on_signals, serve_spec
+
+FRAME_COLUMNS = ["sample_id", "task", "request_key", "media_keys", "media_kinds"]
 
 
 def main(sm):
@@ -17,6 +22,8 @@ def main(sm):
     spec = serve_spec(next(iter(runs.values())))
     samples = read_frame(sm.input.samples)
     failed = []
+    frames = {run: [] for run in runs}  # per run: the frames-mode requests' frames
+    frame_times = {}  # videos index path -> {frame key: timestamp}
     with (
         exit_on_signals(),
         ManagedServer(
@@ -27,6 +34,12 @@ def main(sm):
             "server for %s: pid %d, %s (serves %s; log %s)",
             ", ".join(runs), server.pid, server.api_base, spec.served_name, sm.log.server,
         )  # fmt: skip
+        reported, problem = server.reported_version()
+        if problem:
+            log.warning("%s: %s", sm.rule, problem)
+        installed = served_facts.installed_vllm_version() if reported is None else None
+        version = served_facts.version_fact(reported, problem, installed)
+        log.info("vLLM %s (%s)", version["vllm_version"], version["vllm_version_source"])
         for item in plan:
             model = {
                 **runs[item["run"]],
@@ -35,6 +48,14 @@ def main(sm):
                 "request_model": spec.served_name,
             }
             prompts = read_frame(item["prompts"])
+            index = item.get("frames_index")
+            if index:
+                if index not in frame_times:
+                    rows = read_arrow(index, ["keys", "timestamps"]).to_pylist()
+                    frame_times[index] = served_facts.frame_times(rows)
+                frames[item["run"]] += served_facts.frame_rows(
+                    prompts[FRAME_COLUMNS].to_dict("records"), frame_times[index], index
+                )
             task_samples = samples[samples["task"] == item["task"]]
             log.info("%s on %s: %d requests", item["run"], item["task"], len(prompts))
             responses = run_model(
@@ -54,6 +75,21 @@ def main(sm):
                 continue
             write_table(responses, RESPONSES, item["output"])
     log.info("server stopped")
+    for run, model in runs.items():
+        tasks = [item["task"] for item in plan if item["run"] == run]
+        facts = served_facts.run_facts(
+            {**model, "request_model": spec.served_name},
+            spec.argv(served_facts.PORT_PLACEHOLDER),
+            spec.args,
+            spec.env,
+            version,
+            video_tasks=any(is_video_task(t) for t in tasks),
+            rows=frames[run],
+            base=Path.cwd(),
+        )
+        served_facts.write_facts(facts, sm.params.records[run]["facts"])
+        write_table(pa.Table.from_pylist(frames[run], SERVED_FRAMES), SERVED_FRAMES,
+                    sm.params.records[run]["frames"])  # fmt: skip
     if failed:
         # Answers received are cached: a plain rerun sends only the failed requests.
         raise InferenceFailed("; ".join(failed))

@@ -2,19 +2,26 @@
 
     python fake_vllm.py MODEL --host H --port P --served-model-name NAME [options]
 
-Serves GET /health, GET /v1/models and POST /v1/chat/completions (a valid answer for image and
-video tasks). Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401
-without `Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to
---starts-file and starts one worker process in the server's process group (as vLLM does),
-so tests can check that both are gone.
+Serves GET /health, GET /version, GET /v1/models and POST /v1/chat/completions (a valid answer
+for image and video tasks). --version-answer picks the /version answer: `ok` (vLLM's
+{"version": FAKE_VERSION}) or a hostile one (`html`, `huge`, `not-json`, `not-text`, `absent`).
+--requests-file gets one JSON line per chat request: its model, the SHA-256 of each image block's
+bytes, in order, and the frame timestamps its text states.
+Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401 without
+`Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to --starts-file
+and starts one worker process in the server's process group (as vLLM does), so tests can
+check that both are gone.
 With --ignore-term both the server and its worker ignore SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +32,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 IMAGE_ANSWER = '{"answer_option_id":"A","bbox_xyxy_norm":[0.1,0.1,0.6,0.6]}'
 BEHAVIOR_ANSWER = '{"answers":[{"option_id":"A","intervals_sec":[[0.0,1.0]]}]}'
 VISIBILITY_ANSWER = '{"visible_count":1,"visible_intervals_sec":[[0.0,1.0]]}'
+FAKE_VERSION = "0.11.0+fake"
+HOSTILE_VERSION = '<script>alert("v")</script><b>0.1'
+VERSION_ANSWERS = {
+    "ok": json.dumps({"version": FAKE_VERSION}).encode(),
+    "html": json.dumps({"version": HOSTILE_VERSION}).encode(),
+    "huge": json.dumps({"version": "9" * 2_000_000}).encode(),
+    "not-json": b"<html><body>version <i>unknown</i></body></html>",
+    "not-text": json.dumps({"version": {"major": 0}}).encode(),
+}
+# The note the rendered prompt ends with in frames mode (dualcog.render.frame_note).
+FRAME_NOTE = re.compile(r"at these timestamps: ([\d.s, ]+?)\. Give intervals")
+
+
+def record_request(path: str, body: dict) -> None:
+    """What the request showed the model: image blocks and the frame timestamps in its text."""
+    content = body["messages"][-1]["content"]
+    if body["messages"][-1]["role"] != "user":
+        content = body["messages"][-2]["content"]
+    text = " ".join(b["text"] for b in content if b.get("type") == "text")
+    note = FRAME_NOTE.search(text)
+    stamps = [float(t.rstrip("s")) for t in note.group(1).split(", ")] if note else []
+    images = [
+        hashlib.sha256(base64.b64decode(b["image_url"]["url"].split(",", 1)[1])).hexdigest()
+        for b in content
+        if b.get("type") == "image_url"
+    ]
+    record = {"model": body["model"], "images": images, "timestamps": stamps}
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
 
 
 def main() -> None:
@@ -39,6 +75,9 @@ def main() -> None:
     parser.add_argument("--reply-delay", type=float, default=0.0)
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"))
+    parser.add_argument("--version-answer", default="ok", choices=[*VERSION_ANSWERS, "absent"])
+    parser.add_argument("--requests-file")
+    parser.add_argument("--chat-template")  # accepted like vLLM's, not applied
     args = parser.parse_args()
 
     worker = "import signal, time\n"
@@ -82,6 +121,13 @@ def main() -> None:
                 self._send(200, {"object": "list", "data": [model]})
             elif self.path == "/health":
                 self._send(200 if ready else 503, {})
+            elif self.path == "/version" and args.version_answer != "absent":
+                data = VERSION_ANSWERS[args.version_answer]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             else:
                 self._send(404, {})
 
@@ -102,6 +148,8 @@ def main() -> None:
                 text = IMAGE_ANSWER
             with print_lock:  # one whole line per request, even from concurrent threads
                 print("request", body["model"], flush=True)
+                if args.requests_file:
+                    record_request(args.requests_file, body)
             message = {"role": "assistant", "content": text}
             usage = {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}

@@ -20,8 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fake_vllm import FAKE_VERSION, HOSTILE_VERSION
 
-from dualcog import schemas, serving
+from dualcog import schemas, served_facts, serving
+from dualcog.config import validate_config
+from dualcog.digests import file_digest
+from dualcog.explorer.page import write_explorer
 from dualcog.inference import media_path, run_model
 from dualcog.serving import (
     GpuClaim,
@@ -31,6 +35,7 @@ from dualcog.serving import (
     serve_spec,
     served_groups,
 )
+from dualcog.stamp import build_stamp, model_entry
 
 # (Fake) vLLM server processes.
 pytestmark = pytest.mark.integration
@@ -115,6 +120,58 @@ def test_serves_requests_then_stops_with_its_workers(tmp_path: Path) -> None:
     stored += [p.read_bytes() for p in (tmp_path / "cache0").rglob("*") if p.is_file()]
     assert stored and not any(server.api_key.encode() in data for data in stored)
     assert server.api_key not in text and server.api_key not in out.to_json()
+
+
+VERSION_CASES = {
+    # /version answer of the fake: (version kept, source, what the page must not hold)
+    "ok": (FAKE_VERSION, "server", None),
+    "html": (HOSTILE_VERSION, "server", "<script>alert"),
+    "huge": (None, "unknown", "9" * 200),
+    "not-json": (None, "unknown", "<i>unknown"),
+    "not-text": (None, "unknown", "major"),
+    "absent": (None, "unknown", None),
+}
+
+
+@pytest.mark.parametrize("answer", list(VERSION_CASES))
+def test_the_servers_version_reaches_stamp_and_page_only_as_safe_text(tmp_path, answer) -> None:
+    """Whatever /version answers, the job goes on, and the page shows escaped text only."""
+    kept, source, absent = VERSION_CASES[answer]
+    template = tmp_path / "chat.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    model = fake_model(tmp_path / "starts.txt", "--version-answer", answer,
+                       "--chat-template", str(template))  # fmt: skip
+    spec = serve_spec(model)
+    with ManagedServer(spec, tmp_path / "serve.log") as server:
+        reported, problem = server.reported_version()
+        server.check_alive()  # the answer harmed nothing
+        facts = served_facts.run_facts(
+            {**validate_config({"data_root": str(tmp_path), "models": [model]})["models"][0],
+             "request_model": spec.served_name},
+            spec.argv(served_facts.PORT_PLACEHOLDER), spec.args, spec.env,
+            served_facts.version_fact(reported, problem, None),
+            video_tasks=False, rows=[], base=tmp_path,
+        )  # fmt: skip
+        key = server.api_key
+    path = tmp_path / served_facts.facts_path(model["name"])
+    served_facts.write_facts(facts, path)
+    assert path.stat().st_size < 4096 and key not in path.read_text()
+    config = validate_config({"data_root": str(tmp_path), "models": [model]})
+    stamp = build_stamp({model["name"]: model_entry(config["models"][0])}, [], tmp_path,
+                        base=tmp_path)  # fmt: skip
+    served = stamp["models"][model["name"]]["served"]
+    assert (served["vllm_version"], served["vllm_version_source"]) == (kept, source)
+    assert (served["version_note"] is None) == (kept is not None)
+    assert served["chat_template"] == {"source": "file", "path": str(template),
+                                       "sha256": file_digest(template)}  # fmt: skip
+    assert "--served-model-name" in served["launch_args"] and "<port>" in served["launch_args"]
+    page = write_explorer(model["name"], [], tmp_path / "p.html", tmp_path / "d",
+                          all_models=[model["name"]], stamp=stamp).page.read_text()  # fmt: skip
+    assert key not in page and file_digest(template) in page
+    if absent:
+        assert absent not in page
+    if answer == "html":
+        assert "&lt;script&gt;alert(&#34;v&#34;)&lt;/script&gt;&lt;b&gt;0.1 (server)" in page
 
 
 class Impostor(ThreadingHTTPServer):

@@ -77,6 +77,7 @@ def serve_and_ask(tmp_path: Path, model: dict, images: int) -> None:
     began = time.monotonic()
     with ManagedServer(serve_spec(model), tmp_path / "serve.log") as server:
         ready = time.monotonic() - began
+        version, problem = server.reported_version()  # the stamp's vLLM version
         served = {**model, "api_base": server.api_base, "request_model": "tiny"}
         out = run_model(served, prompts, pd.DataFrame(), store, tmp_path / "cache")
         pid = server.pid
@@ -84,6 +85,9 @@ def serve_and_ask(tmp_path: Path, model: dict, images: int) -> None:
     assert list(out.status) == ["ok"], out.error_message.tolist()
     assert isinstance(out.raw_text[0], str) and out.completion_tokens[0] >= 1
     assert pid is not None and not alive(pid)
+    probe = [VLLM_PYTHON, "-c", "import vllm; print(vllm.__version__)"]
+    installed = subprocess.run(probe, capture_output=True, text=True, timeout=600).stdout.strip()
+    assert (version, problem) == (installed, None)
 
 
 def test_real_vllm_serves_a_tiny_text_model_on_cpu(tmp_path: Path) -> None:

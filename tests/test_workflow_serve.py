@@ -4,6 +4,7 @@ leaves no server process behind after success, after a failing job, or when it i
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -14,8 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from demo_fixtures import copy_run
+from fake_vllm import FAKE_VERSION
 from test_serve import FAKE, alive, started
 from workflow_runner import REPO, run_snakemake, write_config
+
+from dualcog.digests import file_digest
+from dualcog.inference import media_path
+from dualcog.stamp import parquet_stamp
 
 # Snakemake runs that start (fake) vLLM servers.
 pytestmark = [pytest.mark.workflow, pytest.mark.integration]
@@ -30,7 +36,13 @@ def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dic
         "model": "/models/local-vlm",
         "served_name": "local-vlm",
         "command": [sys.executable, str(FAKE)],
-        "args": ["--starts-file", str(starts), *server_args],
+        "args": [
+            "--starts-file",
+            str(starts),
+            "--requests-file",
+            str(starts.with_name("requests.jsonl")),
+            *server_args,
+        ],
         "gpus": 0,
         "health_timeout_s": health_timeout_s,
     }
@@ -108,11 +120,46 @@ def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: P
     assert f"pid {pid}" in job_log and "server stopped" in job_log
     metrics = pd.read_parquet(workdir / "results/metrics/metrics.parquet")
     assert {"Local-VLM-Instant", "Local-VLM-Thinking"} <= set(metrics["model"])
+    check_what_the_model_saw(workdir)
 
     # Nothing changed: nothing reruns and no server is started.
     again = run_snakemake(workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
     assert len(started(starts)) == 1
+
+
+def check_what_the_model_saw(workdir: Path) -> None:
+    """The served facts in the stamp, the metrics' stamp and each run's explorer page; the
+    frames and timestamps recorded per request are those the requests sent."""
+    runs = ("Local-VLM-Instant", "Local-VLM-Thinking")
+    stamp = json.loads((workdir / "results/stamp.json").read_text())
+    assert "served" not in stamp["models"]["oracle"]
+    carried = parquet_stamp(workdir / "results/metrics/metrics.parquet")
+    recorded = []
+    for run in runs:
+        served = stamp["models"][run]["served"]
+        assert carried["models"][run]["served"] == served
+        assert (served["vllm_version"], served["vllm_version_source"]) == (FAKE_VERSION, "server")
+        assert served["launch_args"][-4:-2] == ["--requests-file", str(workdir / "requests.jsonl")]
+        assert served["chat_template"]["source"] == "model default"
+        video = served["video"]
+        assert video["mode"] == "frames" and video["frames_per_request"] == 2
+        assert video["requests"] == 16  # behavior is the one video task
+        page = (workdir / f"results/explorer/{run}.html").read_text()
+        assert f"{FAKE_VERSION} (server)" in page and video["timestamps_digest"] in page
+        frames = pd.read_parquet(workdir / video["per_request"])
+        assert len(frames) == 16 and set(frames["task"]) == {"behavior"}
+        for keys, stamps in zip(frames["frame_keys"], frames["timestamps_sec"], strict=True):
+            files = [media_path(workdir / "results/media/store", k, "frames") for k in keys]
+            recorded.append(([file_digest(f) for f in files], [round(t, 2) for t in stamps]))
+    # The fake server's record of each request: its images' bytes and the times its text states.
+    sent = [json.loads(line) for line in (workdir / "requests.jsonl").read_text().splitlines()]
+    # (behavior requests: the frames, then the reference image)
+    sent_frames = [(r["images"][: len(r["timestamps"])], r["timestamps"])
+                   for r in sent if r["timestamps"]]  # fmt: skip
+    assert len(sent_frames) == len(recorded) == 32
+    assert sorted(sent_frames) == sorted(recorded)
+    assert len({tuple(stamps) for _, stamps in recorded}) > 1  # real, differing times
 
 
 def test_a_failing_job_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
@@ -128,7 +175,7 @@ def test_a_failing_job_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
 def start_and_wait_for_requests(workdir: Path) -> tuple[subprocess.Popen, int, int]:
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
-    wait_for(lambda: log.exists() and "request" in log.read_text())
+    wait_for(lambda: log.exists() and "request local-vlm" in log.read_text())
     [(pid, worker)] = started(workdir / "starts.txt")
     assert alive(pid) and alive(worker)
     return snakemake, pid, worker
@@ -161,7 +208,7 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     starts = workdir / "starts.txt"
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
-    wait_for(lambda: log.exists() and "request" in log.read_text())
+    wait_for(lambda: log.exists() and "request local-vlm" in log.read_text())
     [(pid, worker)] = started(starts)
     pidfiles = list((workdir / "results/logs/serve").glob("*.pid"))
     assert len(pidfiles) == 1

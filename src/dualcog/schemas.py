@@ -100,6 +100,18 @@ PROMPTS = pa.schema(
     ]
 )
 
+# results/served/<run>.frames.parquet: per frames-mode video request of a served run, the
+# frames sent (media keys, in order) and their timestamps in the video (dualcog.served_facts).
+SERVED_FRAMES = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("request_key", pa.string()),
+        ("frame_keys", pa.list_(pa.string())),
+        ("timestamps_sec", pa.list_(pa.float64())),
+    ]
+)
+
 RESPONSE_STATUSES = ("ok", "error", "missing")
 
 RESPONSES = pa.schema(

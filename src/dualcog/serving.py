@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import http.client
 import json
 import os
 import re
@@ -70,7 +71,8 @@ class ServeSpec:
     health_timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
 
-    def argv(self, port: int) -> list[str]:
+    def argv(self, port: int | str) -> list[str]:
+        """The command line; `port` may be a placeholder (the served facts record no port)."""
         return [
             *self.command,
             self.model,
@@ -498,6 +500,24 @@ class ManagedServer:
             f"{self.spec.served_name!r}). Another program listens on port {self.port}: stop it "
             "(`ss -ltnp` names it) and rerun; no request was sent"
         )
+
+    def reported_version(self) -> tuple[str | None, str | None]:
+        """The vLLM version the server reports on GET /version, or (None, why not).
+
+        The answer is untrusted: at most VERSION_REPLY_LIMIT bytes are read, and any failure
+        is a reason to record, never an error of the job.
+        """
+        from dualcog.served_facts import VERSION_REPLY_LIMIT, checked_version
+
+        url = f"http://{self.spec.host}:{self.port}/version"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                body = reply.read(VERSION_REPLY_LIMIT + 1)
+        except urllib.error.HTTPError as error:
+            return None, f"the server answered /version with HTTP {error.code}"
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
+            return None, "the server did not answer /version with a readable HTTP reply"
+        return checked_version(body)
 
     def check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:

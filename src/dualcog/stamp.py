@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dualcog import atomic
+from dualcog import atomic, served_facts
 from dualcog.digests import file_digest
 from dualcog.errors import ConfigError
 from dualcog.versions import (
@@ -91,19 +91,24 @@ def git_state(root: Path = SOURCE_ROOT) -> dict[str, Any] | None:
 
 
 def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides one model's scores: answer settings, scoring settings, replayed files.
+    """What decides one model's scores: answer settings, scoring settings, replayed files, and
+    for a served model the facts its inference job recorded (`dualcog.served_facts`).
 
-    `replay` paths are kept so `build_stamp` can digest the files' bytes.
+    `replay` and `served` are paths, so `build_stamp` can digest and read the files.
     """
+    from dualcog.backends import is_served
     from dualcog.config import model_fingerprint  # jsonschema and yaml: only when stamping
 
     replay = model.get("replay") or []
-    return {
+    entry = {
         "backend": model.get("backend"),
         "answer_settings_digest": model_fingerprint(model),
         "bbox_scale": model.get("bbox_scale"),
         "replay": [replay] if isinstance(replay, str) else list(replay),
     }
+    if is_served(model):
+        entry["served"] = served_facts.facts_path(str(model["name"]))
+    return entry
 
 
 def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
@@ -116,6 +121,10 @@ def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
         "bbox_scale": entry.get("bbox_scale"),
         "replay": replayed,
     }
+    if entry.get("served"):  # what the server was, as its job recorded it (in the digest)
+        path = Path(entry["served"])
+        facts = served_facts.read_facts(path if path.is_absolute() else base / path)
+        payload["served"] = served_facts.stamp_view(facts)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     return {"digest": digest, "backend": entry.get("backend"), **payload}
 
@@ -154,7 +163,8 @@ def build_stamp(
 ) -> dict[str, Any]:
     """The stamp of outputs computed from `models` (name -> `model_entry`) and `manifests`.
 
-    Relative replay paths are read from `base` (the workflow's working directory).
+    Relative replay and served-facts paths are read from `base` (the workflow's working
+    directory).
     """
     from dualcog.download import release_stamp  # the download's record, when data_root has one
 
@@ -223,6 +233,8 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
     versions = stamp.get("stage_versions", {})
     models = stamp.get("models", {})
     data = stamp.get("data", {})
+    # A served model's own page also shows what its server was (dualcog.served_facts).
+    served = next(iter(models.values())).get("served") if len(models) == 1 else None
     return [
         ("Stamp digest", stamp_digest(stamp)),
         ("dualcog version", str(stamp.get("version"))),
@@ -237,6 +249,7 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
             if len(models) == 1  # a model's own page: its settings, so no other model's change
             else [("Models", f"{len(models)} (settings digests in the full stamp)")]
         ),
+        *(served_facts.fact_rows(served) if served else []),
         ("Data", f"{len(data.get('manifests', {}))} manifests, digest {data.get('digest')}"),
         ("Created", str(stamp.get("created"))),
         ("Full stamp", path),
