@@ -21,6 +21,7 @@ from dualcog.served_facts import facts_path as served_facts_path
 from dualcog.served_facts import frames_path as served_frames_path
 from dualcog.serving import served_groups
 from dualcog.sharding import shard_count
+from dualcog.tables.catalog import table_names, table_spec
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
 from dualcog.versions import (
     EXPLORER_VERSION,
@@ -217,12 +218,7 @@ def responses_of(wildcards):
 
 def table_outputs():
     formats = config["tables"]["formats"]
-    names = ["audit", "audit_gains"]
-    if IMAGE_TASKS_ON:
-        names.append("image_main")
-    if VIDEO_TASKS_ON:
-        names.append("video_main")
-    names += ["overall", "usage"]
+    names = table_names(bool(IMAGE_TASKS_ON), bool(VIDEO_TASKS_ON))
     paths = [f"results/tables/{name}.{fmt}" for name in names for fmt in formats]
     if "csv" in formats:  # CSV has no room for a stamp: a sidecar carries it
         paths += [f"results/tables/{name}.stamp.json" for name in names]
@@ -237,15 +233,6 @@ def explorer_outputs():
 OPTIONAL_RESULT_INPUTS = {
     "intervals": "results/metrics/intervals.parquet",
     "stamp": "results/stamp.json",
-}
-
-TABLE_CAPTIONS = {
-    "image_main": "Image tasks",
-    "video_main": "Video tasks",
-    "audit": "Compatibility audit",
-    "audit_gains": "Compatibility audit",
-    "overall": "Aggregates",
-    "usage": "Usage and cost",
 }
 
 
@@ -280,7 +267,7 @@ def table_report_outputs():
                 path,
                 caption=f"../report/tables/{name}.rst",
                 category="Tables",
-                subcategory=TABLE_CAPTIONS[name],
+                subcategory=table_spec(name).heading,
                 labels={"table": name, "format": fmt},
             )
         outputs.append(path)

@@ -8,52 +8,43 @@ within each model group, a `T` mark on reasoning-only rows, a dagger on values c
 while some samples have no response, and a dash where there is no value.
 """
 
-from dualcog.tables.build import (
-    audit_gains,
-    build_all,
-    build_audit,
-    build_main,
-    model_rows,
-    stage_counts,
-)
-from dualcog.tables.coverage import coverage_from_metrics, mean_output_tokens
-from dualcog.tables.html import to_html
-from dualcog.tables.latex import latex_escape, to_latex
-from dualcog.tables.markdown import to_markdown
-from dualcog.tables.model import (
-    GROUP_ORDER,
-    GROUP_TITLES,
-    TASK_ABBREVIATIONS,
-    Column,
-    Table,
-    image_columns,
-    overall_columns,
-    video_columns,
-)
-from dualcog.tables.writers import WRITERS, to_csv, write_table
+from __future__ import annotations
 
-__all__ = [
-    "GROUP_ORDER",
-    "GROUP_TITLES",
-    "TASK_ABBREVIATIONS",
-    "WRITERS",
-    "Column",
-    "Table",
-    "audit_gains",
-    "build_all",
-    "build_audit",
-    "build_main",
-    "coverage_from_metrics",
-    "image_columns",
-    "latex_escape",
-    "mean_output_tokens",
-    "model_rows",
-    "overall_columns",
-    "stage_counts",
-    "to_csv",
-    "to_html",
-    "to_latex",
-    "to_markdown",
-    "video_columns",
-    "write_table",
-]
+import importlib
+from typing import Any
+
+# Imported on first use, so that the Snakefile can read `dualcog.tables.catalog` without
+# loading pandas.
+_EXPORTS = {
+    "audit_gains": "build",
+    "build_all": "build",
+    "build_audit": "build",
+    "build_main": "build",
+    "model_rows": "build",
+    "stage_counts": "build",
+    "coverage_from_metrics": "coverage",
+    "mean_output_tokens": "coverage",
+    "to_html": "html",
+    "latex_escape": "latex",
+    "to_latex": "latex",
+    "to_markdown": "markdown",
+    "GROUP_ORDER": "model",
+    "GROUP_TITLES": "model",
+    "TASK_ABBREVIATIONS": "model",
+    "Column": "model",
+    "Table": "model",
+    "image_columns": "model",
+    "overall_columns": "model",
+    "video_columns": "model",
+    "WRITERS": "writers",
+    "to_csv": "writers",
+    "write_table": "writers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

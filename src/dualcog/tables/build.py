@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -263,19 +264,48 @@ class UsageInputs:
     mode_flags: Mapping[str, str]  # usage.mode_flags
 
 
-def _usage_table(usage: UsageInputs | None, models: Sequence[Mapping]) -> Table:
-    from dualcog.tables.usage import build_usage
+@dataclass
+class TableInputs:
+    """Everything a table builder (dualcog.tables.catalog) may read, built once per job."""
 
-    if usage is None:
-        raise ValueError("the usage table needs the responses (UsageInputs)")
-    return build_usage(usage.facts, models, mode_flags=usage.mode_flags)
+    metrics: pd.DataFrame
+    models: Sequence[Mapping]
+    runs: Mapping[str, Mapping]
+    counts: Mapping[str, Mapping[str, int]]
+    tokens: Mapping[str, float] | None = None  # mean output tokens per model
+    usage: UsageInputs | None = None
+
+    @cached_property
+    def audit(self) -> Table:  # `audit` and `audit_gains` share it
+        shares = self.usage.shares if self.usage is not None else None
+        return build_audit(self.metrics, self.models, self.runs, self.counts, shares)
 
 
-TABLE_TITLES = {
-    "image_main": "Image tasks",
-    "video_main": "Video tasks",
-    "overall": "Convenience aggregates (browsing only; the task metrics are primary)",
-}
+def audit_table(inputs: TableInputs) -> Table:
+    return inputs.audit
+
+
+def audit_gains_table(inputs: TableInputs) -> Table:
+    return audit_gains(inputs.audit)
+
+
+def image_main_table(inputs: TableInputs) -> Table:
+    return build_main("image_main", "Image tasks", inputs.metrics, inputs.models, image_columns())
+
+
+def video_main_table(inputs: TableInputs) -> Table:
+    return build_main("video_main", "Video tasks", inputs.metrics, inputs.models, video_columns())
+
+
+def overall_table(inputs: TableInputs) -> Table:
+    return build_main(
+        "overall",
+        "Convenience aggregates (browsing only; the task metrics are primary)",
+        inputs.metrics,
+        inputs.models,
+        overall_columns(),
+        inputs.tokens,
+    )
 
 
 def build_all(
@@ -287,27 +317,13 @@ def build_all(
     tokens: Mapping[str, float] | None = None,
     usage: UsageInputs | None = None,
 ) -> list[Table]:
-    """Build the named tables (`audit`, `audit_gains`, `image_main`, `video_main`, `overall`,
-    `usage`).
+    """Build the named tables of `dualcog.tables.catalog.TABLES`.
 
     `tokens` (mean output tokens per model) adds a column to `overall` when given; `usage`
     (the response facts and outcome shares) is what the `usage` table and the audit's outcome
     shares are built from.
     """
-    shares = usage.shares if usage is not None else None
-    audit = build_audit(metrics, models, runs, counts, shares)
-    builders = {
-        "audit": lambda: audit,
-        "audit_gains": lambda: audit_gains(audit),
-        "image_main": lambda: build_main(
-            "image_main", TABLE_TITLES["image_main"], metrics, models, image_columns()
-        ),
-        "video_main": lambda: build_main(
-            "video_main", TABLE_TITLES["video_main"], metrics, models, video_columns()
-        ),
-        "overall": lambda: build_main(
-            "overall", TABLE_TITLES["overall"], metrics, models, overall_columns(), tokens
-        ),
-        "usage": lambda: _usage_table(usage, models),
-    }
-    return [builders[name]() for name in names]
+    from dualcog.tables.catalog import table_spec
+
+    inputs = TableInputs(metrics, models, runs, counts, tokens, usage)
+    return [table_spec(name).load()(inputs) for name in names]

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from dualcog.tables.build import model_rows
+from dualcog.tables.build import TableInputs, model_rows
 from dualcog.tables.model import COST_HEADER, Table
 from dualcog.usage import OUTCOME_TITLES, OUTCOMES, usage_by_task, usage_totals
 
@@ -137,3 +137,10 @@ OUTCOME_NOTE = (
     "(the reply stopped at its length limit), empty (no text), unparsable (the compatible "
     "parse cannot read every field), answered."
 )
+
+
+def usage_table(inputs: TableInputs) -> Table:
+    """The catalog's `usage` table (dualcog.tables.catalog)."""
+    if inputs.usage is None:
+        raise ValueError("the usage table needs the responses (UsageInputs)")
+    return build_usage(inputs.usage.facts, inputs.models, mode_flags=inputs.usage.mode_flags)
