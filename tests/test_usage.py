@@ -173,16 +173,30 @@ def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
         tmp_path / "responses" / "api-Instant" / "landmark_position.parquet",
         rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}),
     )
+    # 400 uncached prompt tokens at $2 and 600 cached at $0.5 per million: $0.0011
+    cached = dict(PRICED, name="cache-Instant", prices={"input": 2.0, "output": 8.0,
+                                                        "cached_input": 0.5})  # fmt: skip
+    write_responses(
+        tmp_path / "responses" / "cache-Instant" / "landmark_position.parquet",
+        rows(
+            "cache-Instant", {"prompt_tokens": 1000, "completion_tokens": 0, "cached_tokens": 600}
+        ),
+    )
+    config["models"].append(cached)
     write_responses(tmp_path / "responses" / "oracle" / "landmark_position.parquet",
                     rows("oracle", {}))  # fmt: skip
     lines = run_usage_lines(config, tmp_path)
     assert lines[1] == (
         "  api-Instant: 1 requests, 1,000 prompt + 250 completion tokens (– reasoning), $0.0040"
     )
+    assert lines[2] == (
+        "  cache-Instant: 1 requests, 1,000 prompt + 0 completion tokens (– reasoning, 600 of the"
+        " prompt cached), $0.0011"
+    )
     assert not any("oracle" in line for line in lines)  # a built-in sends nothing
-    assert lines[-1].startswith("  total: 1 requests") and "$0.0040" in lines[-1]
+    assert lines[-1].startswith("  total: 2 requests") and "$0.0051" in lines[-1]
     facts = read_response_facts(sorted((tmp_path / "responses").rglob("*.parquet")))
-    assert len(facts) == 2
+    assert len(facts) == 3
 
 
 def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:
@@ -225,3 +239,27 @@ def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:
     assert lines[1].startswith("  api-Instant: 5 of 7 requests to send (2 cached), ~1,150 tokens")
     assert "new-Instant: 4 of 4 requests to send (0 cached), ~4,000 tokens, $0.00–0.02" in lines[2]
     assert lines[-1].startswith("  total: 9 requests to send")
+
+
+def test_estimate_prices_cached_tokens_and_names_a_limit_it_would_pass(tmp_path: Path) -> None:
+    model = {"name": "api-Instant", "backend": "openai", "temperature": 0.0,
+             "prices": {"input": 2.0, "output": 8.0, "cached_input": 0.5},
+             "cost_limit": 0.01, "token_limit": 100_000}  # fmt: skip
+    prompts = pd.DataFrame({"sample_id": [f"s{i}" for i in range(10)],
+                            "request_key": [f"k{i}" for i in range(10)]})  # fmt: skip
+    with ResponseCache(cache_path(tmp_path, "api-Instant", "landmark_position")) as cache:
+        fingerprint = answer_settings_json(model)
+        for i in range(2):  # each: 1,000 prompt tokens of which 400 cached, 100 completion
+            cache.append(cache_key(f"k{i}", fingerprint), f"s{i}",
+                         {"status": "ok", "raw_text": "{}", "prompt_tokens": 1000,
+                          "completion_tokens": 100, "cached_tokens": 400})  # fmt: skip
+    frame = estimate([model], {"api-Instant": {"landmark_position": prompts}}, tmp_path)
+    (row,) = frame.to_dict(orient="records")
+    each = (600 * 2.0 + 400 * 0.5 + 100 * 8.0) / 1e6  # $0.0022 per request
+    assert row["to_send"] == 8
+    assert row["cost_usd_low"] == row["cost_usd_high"] == pytest.approx(8 * each)
+    assert row["spent_usd"] == pytest.approx(2 * each) and row["spent_tokens"] == 2200
+    (line,) = [line for line in estimate_lines(frame) if "api-Instant" in line]
+    # $0.0044 spent + $0.0176 planned = $0.022 > $0.01; tokens 2,200 + 8,800 < 100,000
+    assert "cost_limit $0.01: $0.00 spent, the estimate passes it by $0.01" in line
+    assert "token_limit 100,000: 2,200 spent, the estimate stays within it" in line

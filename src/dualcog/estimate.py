@@ -6,8 +6,11 @@ response cache already holds for them under the model's current settings (the ve
 come, in this order, from the mean of the cached answers of that task that report usage, the
 mean over the model's other cached tasks, or `estimated_tokens_per_request`. That setting counts
 all tokens of a request without saying how many are input, so its dollars are a range (all at
-the input price .. all at the output price); measured means give one figure. Only `openai`
-models send anything: the others are listed with 0 to send.
+the input price .. all at the output price); measured means give one figure, cached prompt
+tokens priced at `prices.cached_input`. Only `openai` models send anything: the others are
+listed with 0 to send. A model with `cost_limit` or `token_limit` is listed with what it has
+spent so far (read from its cache, as the client reads it) and whether the estimate would
+pass the limit.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from dualcog.usage import model_prices
 ESTIMATE_COLUMNS = (
     "model", "task", "backend", "requests", "cached", "to_send", "source",
     "prompt_tokens_per_request", "completion_tokens_per_request", "tokens",
-    "cost_usd_low", "cost_usd_high",
+    "cost_usd_low", "cost_usd_high", "spent_usd", "spent_tokens", "cost_limit", "token_limit",
 )  # fmt: skip
+NUMBER_COLUMNS = ESTIMATE_COLUMNS[7:]
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class CacheState:
     cached: int
     prompt_tokens: list[float]
     completion_tokens: list[float]
+    cached_tokens: list[float]
 
 
 def cache_state(
@@ -52,11 +57,12 @@ def cache_state(
 
     path = cache_path(cache_dir, str(model["name"]), task)
     if not path.is_file():  # nothing cached yet; do not create the file
-        return CacheState(0, [], [])
+        return CacheState(0, [], [], [])
     fingerprint = answer_settings_json(model)
     hits = 0
     prompt_tokens: list[float] = []
     completion_tokens: list[float] = []
+    cached_tokens: list[float] = []
     with ResponseCache(path) as cache:
         keys = zip(prompts["request_key"], prompts["sample_id"], strict=True)
         for request_key, sample_id in keys:
@@ -67,7 +73,28 @@ def cache_state(
             if None not in (entry.get("prompt_tokens"), entry.get("completion_tokens")):
                 prompt_tokens.append(float(entry["prompt_tokens"]))
                 completion_tokens.append(float(entry["completion_tokens"]))
-    return CacheState(hits, prompt_tokens, completion_tokens)
+                cached = entry.get("cached_tokens")
+                cached_tokens.append(float(cached) if isinstance(cached, int) else 0.0)
+    return CacheState(hits, prompt_tokens, completion_tokens, cached_tokens)
+
+
+def _limit_columns(model: Mapping[str, Any], cache_dir: str | Path) -> dict[str, float]:
+    """A limited model's limits and what its cache says it has spent (dualcog.inference.limits)."""
+    if model.get("cost_limit") is None and model.get("token_limit") is None:
+        return {}
+    from dualcog.inference.cache import model_cache_dir
+    from dualcog.inference.limits import SpendLimit
+
+    model_dir = model_cache_dir(cache_dir, str(model["name"]))
+    limit = SpendLimit(model, model_dir, task="")
+    limit.ledger.refresh()
+    spent = limit.spent(limit.ledger.total())
+    return {
+        "spent_usd": spent.cost if limit.cost_limit is not None else np.nan,
+        "spent_tokens": spent.tokens,
+        "cost_limit": np.nan if limit.cost_limit is None else limit.cost_limit,
+        "token_limit": np.nan if limit.token_limit is None else limit.token_limit,
+    }
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -91,6 +118,8 @@ def estimate_model(
     }
     all_prompt = [v for s in states.values() for v in s.prompt_tokens]
     all_completion = [v for s in states.values() for v in s.completion_tokens]
+    all_cached = [v for s in states.values() for v in s.cached_tokens]
+    limits = _limit_columns(model, cache_dir)
     prices = model_prices(model)
     configured = model.get("estimated_tokens_per_request")
     rows = []
@@ -103,15 +132,18 @@ def estimate_model(
             "requests": len(prompts),
             "cached": state.cached,
             "to_send": len(prompts) - state.cached,
+            **limits,
         }
         if state.prompt_tokens:
             prompt, completion = _mean(state.prompt_tokens), _mean(state.completion_tokens)
+            cached = _mean(state.cached_tokens)
             row["source"] = f"mean of {len(state.prompt_tokens)} cached answers"
         elif all_prompt:
             prompt, completion = _mean(all_prompt), _mean(all_completion)
+            cached = _mean(all_cached)
             row["source"] = f"mean of {len(all_prompt)} cached answers of its other tasks"
         else:
-            prompt = completion = np.nan
+            prompt = completion = cached = np.nan
             row["source"] = "estimated_tokens_per_request" if configured else "unknown"
         to_send = row["to_send"]
         if not np.isnan(prompt):
@@ -120,7 +152,7 @@ def estimate_model(
             row["tokens"] = to_send * (prompt + completion)
             if prices is not None:
                 row["cost_usd_low"] = row["cost_usd_high"] = prices.cost(
-                    to_send * prompt, to_send * completion
+                    to_send * prompt, to_send * completion, to_send * cached
                 )
         elif configured:
             row["tokens"] = float(to_send * int(configured))
@@ -143,8 +175,7 @@ def estimate(
         if str(model["name"]) in prompts:
             rows += estimate_model(model, prompts[str(model["name"])], cache_dir)
     frame = pd.DataFrame(rows, columns=list(ESTIMATE_COLUMNS))
-    numbers = [c for c in ESTIMATE_COLUMNS[7:]]
-    return frame.astype({c: "float64" for c in numbers})
+    return frame.astype({c: "float64" for c in NUMBER_COLUMNS})
 
 
 def _tokens(value: float) -> str:
@@ -159,6 +190,27 @@ def _cost(low: float, high: float) -> str:
     return f"${low:,.2f}–{high:,.2f}"
 
 
+def _limit_note(row: pd.Series, tokens: float, high: float) -> str:
+    """ "; cost_limit $5.00: $1.20 spent, ..." for a model with a limit, else ""."""
+    notes = []
+    checks = (
+        ("cost_limit", row["cost_limit"], row["spent_usd"], high, lambda v: f"${v:,.2f}"),
+        ("token_limit", row["token_limit"], row["spent_tokens"], tokens, _tokens),
+    )
+    for name, limit, spent, planned, show in checks:
+        if pd.isna(limit):
+            continue
+        note = f"{name} {show(limit)}: {show(spent)} spent"
+        if pd.isna(planned):
+            note += ", the rest unknown"
+        elif spent + planned > limit:
+            note += f", the estimate passes it by {show(spent + planned - limit)}"
+        else:
+            note += ", the estimate stays within it"
+        notes.append(note)
+    return "".join(f"; {note}" for note in notes)
+
+
 def estimate_lines(frame: pd.DataFrame) -> list[str]:
     """Per model: requests to send (cached subtracted), tokens and dollars; then the total."""
     lines = ["estimate (nothing sent; – where no price or token estimate is known):"]
@@ -168,6 +220,7 @@ def estimate_lines(frame: pd.DataFrame) -> list[str]:
         high = group["cost_usd_high"].sum(min_count=1)
         unknown = group["to_send"].gt(0) & group["tokens"].isna()
         note = f"; no estimate for {', '.join(group.loc[unknown, 'task'])}" if unknown.any() else ""
+        note += _limit_note(group.iloc[0], tokens, high)
         lines.append(
             f"  {model}: {int(group['to_send'].sum()):,} of {int(group['requests'].sum()):,} "
             f"requests to send ({int(group['cached'].sum()):,} cached), ~{_tokens(tokens)} "

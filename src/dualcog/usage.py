@@ -293,6 +293,10 @@ def _dollars(value: float) -> str:
     return "–" if pd.isna(value) else f"${value:,.4f}"
 
 
+def _cached(value: float) -> str:
+    return "" if pd.isna(value) or value == 0 else f", {_count(value)} of the prompt cached"
+
+
 def usage_lines(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> list[str]:
     """Per-model usage and the total, plus mode-check flags, as short summary lines."""
     models = list(models)
@@ -303,7 +307,8 @@ def usage_lines(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> lis
         lines.append(
             f"  {model}: {_count(row['requests'])} requests, {_count(row['prompt_tokens'])} "
             f"prompt + {_count(row['completion_tokens'])} completion tokens "
-            f"({_count(row['reasoning_tokens'])} reasoning), {_dollars(row['cost_usd'])}"
+            f"({_count(row['reasoning_tokens'])} reasoning{_cached(row['cached_tokens'])}), "
+            f"{_dollars(row['cost_usd'])}"
         )
     if not lines:
         return []
