@@ -23,8 +23,8 @@ from pathlib import Path
 import av
 from _timing import machine, measure, report
 
-from dualcog.media import VIDEO_SETTINGS_VERSION as VIDEO_VERSION
-from dualcog.media import (
+from dualcog.media.store import VIDEO_SETTINGS_VERSION as VIDEO_VERSION
+from dualcog.media.store import (
     ImageSettings,
     PreparedFrames,
     _key,

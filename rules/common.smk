@@ -14,12 +14,12 @@ from dualcog.config import (
 )
 from dualcog.ingest import find_manifests
 from dualcog.preflight import require_ready
-from dualcog.render import video_mode_name
+from dualcog.prompts.render import video_mode_name
 from dualcog.stats import comparison_pairs
 from dualcog.stamp import STAGE_VERSIONS, model_entry
-from dualcog.served_facts import facts_path as served_facts_path
-from dualcog.served_facts import frames_path as served_frames_path
-from dualcog.serving import served_groups
+from dualcog.serving.facts import facts_path as served_facts_path
+from dualcog.serving.facts import frames_path as served_frames_path
+from dualcog.serving.server import served_groups
 from dualcog.sharding import shard_count
 from dualcog.tables.catalog import table_names, table_spec
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from dualcog.explorer.media import prepare_explorer_media
-from dualcog.media import MediaFailures
-from dualcog.media_problems import bad_media_error
+from dualcog.media.problems import bad_media_error
+from dualcog.media.store import MediaFailures
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
 

@@ -7,7 +7,7 @@ from dualcog.config import model_by_name
 from dualcog.errors import DualCogError
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
-from dualcog.media import missing_media
+from dualcog.media.store import missing_media
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_frame, write_table
 from dualcog.sharding import select_shard, shard_label

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from dualcog import served_facts
 from dualcog.config import is_video_task, model_by_name
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, SERVED_FRAMES, read_arrow, read_frame, write_table
-from dualcog.serving import ManagedServer, exit_on_signals, serve_spec
+from dualcog.serving import facts as served_facts
+from dualcog.serving.server import ManagedServer, exit_on_signals, serve_spec
 
 FRAME_COLUMNS = ["sample_id", "task", "request_key", "media_keys", "media_kinds"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import av
 from PIL import Image, ImageDraw
 
-from dualcog.templates import render_prompt_texts
+from dualcog.prompts.templates import render_prompt_texts
 
 TASK_ROOT = "task_pipeline_data/UAV-DualCog-V1"
 ENGINE = "airsim"

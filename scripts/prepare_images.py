@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from dualcog.media import ImageSettings, MediaFailures, prepare_images
-from dualcog.media_problems import bad_media_error
-from dualcog.render import image_sources
+from dualcog.media.problems import bad_media_error
+from dualcog.media.store import ImageSettings, MediaFailures, prepare_images
+from dualcog.prompts.render import image_sources
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
 

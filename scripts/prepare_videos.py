@@ -6,9 +6,9 @@ after all the good ones are prepared.
 
 import pandas as pd
 
-from dualcog.media import ImageSettings, MediaFailures, prepare_videos
-from dualcog.media_problems import bad_media_error, video_frame_counts
-from dualcog.render import video_sources
+from dualcog.media.problems import bad_media_error, video_frame_counts
+from dualcog.media.store import ImageSettings, MediaFailures, prepare_videos
+from dualcog.prompts.render import video_sources
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import read_frame
 

@@ -7,8 +7,8 @@ sampled frames (their timestamps are part of the prompt text).
 
 import pyarrow.compute as pc
 
-from dualcog.media import ImageSettings, PreparedFrames, image_key, video_file_key
-from dualcog.render import image_sources, render_prompts, video_sources
+from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
+from dualcog.prompts.render import image_sources, render_prompts, video_sources
 from dualcog.runtime import log, run_step
 from dualcog.schemas import PROMPTS, read_arrow, read_frame, write_table
 

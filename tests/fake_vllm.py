@@ -41,7 +41,7 @@ VERSION_ANSWERS = {
     "not-json": b"<html><body>version <i>unknown</i></body></html>",
     "not-text": json.dumps({"version": {"major": 0}}).encode(),
 }
-# The note the rendered prompt ends with in frames mode (dualcog.render.frame_note).
+# The note the rendered prompt ends with in frames mode (dualcog.prompts.render.frame_note).
 FRAME_NOTE = re.compile(r"at these timestamps: ([\d.s, ]+?)\. Give intervals")
 
 

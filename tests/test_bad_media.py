@@ -14,7 +14,8 @@ from workflow_runner import REPO, run_snakemake, write_config
 from dualcog.errors import DataError
 from dualcog.explorer.media import prepare_explorer_media
 from dualcog.ingest import ingest, ingest_excluding
-from dualcog.media import (
+from dualcog.media.problems import bad_media_error, video_frame_counts
+from dualcog.media.store import (
     ImageSettings,
     MediaFailures,
     frame_count_tolerance,
@@ -22,8 +23,7 @@ from dualcog.media import (
     prepare_videos,
     store_path,
 )
-from dualcog.media_problems import bad_media_error, video_frame_counts
-from dualcog.render import image_sources, video_sources
+from dualcog.prompts.render import image_sources, video_sources
 
 DEMO = REPO / "resources" / "demo"
 DEMO_JPEG = DEMO / "scene_data/airsim_env_12/landmarks_raw/rgb_views/17/view_00_front.jpg"

@@ -13,7 +13,7 @@ from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.cluster import provider_resources
 from dualcog.config import validate_config
-from dualcog.serving import served_groups
+from dualcog.serving.server import served_groups
 
 PROFILE = REPO / "profiles" / "slurm"
 PLACEHOLDERS = {

@@ -144,7 +144,7 @@ def test_schema_enums_are_the_codes_constants() -> None:
     from dualcog.inference.offline import SIMULATED_QUIRKS
     from dualcog.inference.request import FAMILY_MODE_BODIES
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
-    from dualcog.render import VIDEO_MODES
+    from dualcog.prompts.render import VIDEO_MODES
     from dualcog.tables.model import GROUP_ORDER
     from dualcog.tasks import REQUEST_KINDS
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dualcog.templates import render_prompt_texts
+from dualcog.prompts.templates import render_prompt_texts
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "resources" / "demo"

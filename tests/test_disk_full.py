@@ -18,7 +18,7 @@ from PIL import Image
 
 from dualcog import atomic, schemas
 from dualcog.inference.cache import CacheWriter, ResponseCache
-from dualcog.media import ImageSettings, prepare_images
+from dualcog.media.store import ImageSettings, prepare_images
 from dualcog.runtime import run_step
 
 PAIRS = pa.schema([("source", pa.string()), ("key", pa.string())])

@@ -34,7 +34,7 @@ from dualcog.explorer.page import (
     write_explorer,
 )
 from dualcog.explorer.records import MediaIndex, sample_records
-from dualcog.media import UnreadableMedia
+from dualcog.media.store import UnreadableMedia
 from dualcog.scoring import score_samples
 
 

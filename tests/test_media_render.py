@@ -10,7 +10,7 @@ from PIL import Image
 
 from dualcog.errors import DataError
 from dualcog.ingest import ingest
-from dualcog.media import (
+from dualcog.media.store import (
     ImageSettings,
     fit_size,
     image_key,
@@ -23,7 +23,7 @@ from dualcog.media import (
     video_file_key,
     video_timestamp_span,
 )
-from dualcog.render import frame_note, image_sources, render_prompts, request_key
+from dualcog.prompts.render import frame_note, image_sources, render_prompts, request_key
 
 
 def test_fit_size_never_upscales_and_keeps_aspect() -> None:
@@ -167,7 +167,7 @@ def test_video_render_modes(tmp_path: Path) -> None:
     }
     as_file = render_prompts(samples, "behavior", images, videos={p: "k" * 32 for p in video_paths})
     assert as_file.iloc[0]["media_kinds"] == ["video", "image"]
-    from dualcog.media import PreparedFrames
+    from dualcog.media.store import PreparedFrames
 
     frames = {p: PreparedFrames(p, ["f1", "f2"], [0.0, 5.0]) for p in video_paths}
     as_frames = render_prompts(samples, "landmark_visibility", images, frames=frames)

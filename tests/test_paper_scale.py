@@ -11,7 +11,7 @@ from workflow_runner import REPO
 
 from dualcog.inference.replay import replay_rows
 from dualcog.ingest import find_manifests, ingest
-from dualcog.media import file_digest
+from dualcog.media.store import file_digest
 from dualcog.scoring import dual_pairs, model_metrics, pairs_for_tasks, score_samples
 from dualcog.tasks import REQUEST_KINDS
 

@@ -22,12 +22,14 @@ import pandas as pd
 import pytest
 from fake_vllm import FAKE_VERSION, HOSTILE_VERSION
 
-from dualcog import schemas, served_facts, serving
+from dualcog import schemas
 from dualcog.config import validate_config
 from dualcog.digests import file_digest
 from dualcog.explorer.page import write_explorer
 from dualcog.inference import media_path, run_model
-from dualcog.serving import (
+from dualcog.serving import facts as served_facts
+from dualcog.serving import server as serving
+from dualcog.serving.server import (
     GpuClaim,
     ManagedServer,
     ServeError,
@@ -273,7 +275,7 @@ def test_sigterm_to_the_job_process_stops_the_server(tmp_path: Path) -> None:
     model = fake_model(starts)
     script = (
         "import sys, time\n"
-        "from dualcog.serving import ManagedServer, exit_on_signals, serve_spec\n"
+        "from dualcog.serving.server import ManagedServer, exit_on_signals, serve_spec\n"
         f"model = {model!r}\n"
         "with exit_on_signals(), ManagedServer(serve_spec(model), sys.argv[1]):\n"
         "    print('ready', flush=True)\n"
@@ -366,7 +368,7 @@ def test_a_server_left_by_a_killed_job_is_reaped_by_the_next(tmp_path: Path) -> 
     model = fake_model(starts, "--ignore-term")
     script = (
         "import sys, time\n"
-        "from dualcog.serving import ManagedServer, serve_spec\n"
+        "from dualcog.serving.server import ManagedServer, serve_spec\n"
         f"model = {model!r}\n"
         f"with ManagedServer(serve_spec(model), sys.argv[1], pid_dir={str(pids)!r}):\n"
         "    print('ready', flush=True)\n"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from fake_vllm import FRAME_NOTE
 
-from dualcog import served_facts as sf
 from dualcog.config import validate_config
 from dualcog.errors import DataError
 from dualcog.explorer.page import write_explorer
-from dualcog.render import frame_note
+from dualcog.prompts.render import frame_note
+from dualcog.serving import facts as sf
 from dualcog.stamp import build_stamp, model_entry, stamp_rows
 
 NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)

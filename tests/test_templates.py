@@ -8,14 +8,14 @@ import re
 import numpy as np
 import pytest
 
-from dualcog.tasks import REQUEST_KINDS
-from dualcog.templates import (
+from dualcog.prompts.templates import (
     SYSTEM_TEMPLATES,
     TemplateError,
     options_text,
     render_prompt_texts,
     template_variables,
 )
+from dualcog.tasks import REQUEST_KINDS
 
 OPTIONS = [
     {"option_id": "A", "label": "Front"},

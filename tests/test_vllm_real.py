@@ -19,7 +19,7 @@ from test_serve import alive
 
 from dualcog import schemas
 from dualcog.inference import media_path, run_model
-from dualcog.serving import ManagedServer, serve_spec
+from dualcog.serving.server import ManagedServer, serve_spec
 
 pytestmark = pytest.mark.integration
 

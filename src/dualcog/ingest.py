@@ -477,7 +477,7 @@ class _Ingestor:
         if fps and frame_count is not None:
             duration = (frame_count - 1) / fps
         else:
-            from dualcog.media import video_timestamp_span
+            from dualcog.media.store import video_timestamp_span
 
             duration = video_timestamp_span(Path(video["resolved_path"]))
         mission_id = reader.text("mission_id") or ""

@@ -20,7 +20,7 @@ from dualcog.backends import backend_of, input_files, is_served
 from dualcog.errors import ConfigError, DataError
 from dualcog.ingest import find_manifests
 from dualcog.routes import env_reference
-from dualcog.serving import vllm_available
+from dualcog.serving.server import vllm_available
 
 
 class PreflightError(ConfigError):

@@ -101,7 +101,7 @@ PROMPTS = pa.schema(
 )
 
 # results/served/<run>.frames.parquet: per frames-mode video request of a served run, the
-# frames sent (media keys, in order) and their timestamps in the video (dualcog.served_facts).
+# frames sent (media keys, in order) and their timestamps in the video (dualcog.serving.facts).
 SERVED_FRAMES = pa.schema(
     [
         ("sample_id", pa.string()),

@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dualcog import atomic, served_facts
+from dualcog import atomic
 from dualcog.digests import file_digest
 from dualcog.errors import ConfigError
+from dualcog.serving import facts as served_facts
 from dualcog.versions import (
     INGEST_VERSION,
     PARSER_VERSION,
@@ -92,7 +93,7 @@ def git_state(root: Path = SOURCE_ROOT) -> dict[str, Any] | None:
 
 def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
     """What decides one model's scores: answer settings, scoring settings, replayed files, and
-    for a served model the facts its inference job recorded (`dualcog.served_facts`).
+    for a served model the facts its inference job recorded (`dualcog.serving.facts`).
 
     `replay` and `served` are paths, so `build_stamp` can digest and read the files.
     """
@@ -233,7 +234,7 @@ def stamp_rows(stamp: Mapping[str, Any], path: str = STAMP_PATH) -> list[tuple[s
     versions = stamp.get("stage_versions", {})
     models = stamp.get("models", {})
     data = stamp.get("data", {})
-    # A served model's own page also shows what its server was (dualcog.served_facts).
+    # A served model's own page also shows what its server was (dualcog.serving.facts).
     served = next(iter(models.values())).get("served") if len(models) == 1 else None
     return [
         ("Stamp digest", stamp_digest(stamp)),

@@ -22,8 +22,8 @@ from PIL import Image
 
 from dualcog import atomic
 from dualcog.atomic import DiskFull
-from dualcog.media import DECODE_ERRORS, MediaFailures, UnreadableMedia, fit_size
-from dualcog.render import image_sources
+from dualcog.media.store import DECODE_ERRORS, MediaFailures, UnreadableMedia, fit_size
+from dualcog.prompts.render import image_sources
 
 THUMB_SIZE = (320, 240)
 FRAME_SIZE = (160, 120)
@@ -112,7 +112,7 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
     import av
     from av.video.reformatter import VideoReformatter
 
-    from dualcog.media import video_timestamp_span
+    from dualcog.media.store import video_timestamp_span
 
     if duration is None or math.isnan(duration) or duration <= 0:  # unknown
         duration = video_timestamp_span(source)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dualcog.errors import DataError
-from dualcog.media import UnreadableMedia
+from dualcog.media.store import UnreadableMedia
 
 # The manifest key each media role is read from (see dualcog.ingest).
 _FIELD_BY_ROLE = {

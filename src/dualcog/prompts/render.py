@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from dualcog.errors import DataError
-from dualcog.media import ImageSettings, PreparedFrames
+from dualcog.media.store import ImageSettings, PreparedFrames
 from dualcog.tasks import REQUEST_BY_TASK
 
 VIDEO_MODES = ("video_url", "frames")
@@ -51,7 +51,7 @@ def _prompt_texts(row: Mapping[str, Any]) -> tuple[str, str]:
     system, user = row.get("system_prompt"), row.get("user_prompt")
     if isinstance(system, str) and system and isinstance(user, str) and user:
         return system, user
-    from dualcog.templates import render_prompt_texts
+    from dualcog.prompts.templates import render_prompt_texts
 
     variables = json.loads(row["prompt_vars"]) if row.get("prompt_vars") else {}
     try:
@@ -77,7 +77,7 @@ def render_prompts(
 ) -> pd.DataFrame:
     """Prompts of one request kind (PROMPTS columns), in sample order.
 
-    `images` maps a resolved source path to its media store key (`dualcog.media.image_key`:
+    `images` maps a resolved source path to its media store key (`dualcog.media.store.image_key`:
     known without preparing the image); for video tasks pass either `videos` (source → MP4
     key, `video_url` mode) or `frames` (source → sampled frames).
     """

@@ -507,7 +507,7 @@ class ManagedServer:
         The answer is untrusted: at most VERSION_REPLY_LIMIT bytes are read, and any failure
         is a reason to record, never an error of the job.
         """
-        from dualcog.served_facts import VERSION_REPLY_LIMIT, checked_version
+        from dualcog.serving.facts import VERSION_REPLY_LIMIT, checked_version
 
         url = f"http://{self.spec.host}:{self.port}/version"
         try:
