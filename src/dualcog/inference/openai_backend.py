@@ -211,8 +211,13 @@ class OpenAIRunner:
             if jobs:
                 writer = CacheWriter(cache)
                 try:
-                    folder = budget_folder(model_cache_dir(cache_dir, name))
-                    _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
+                    if self.model.get("batch"):  # the provider's Batch API (inference/batch.py)
+                        from dualcog.inference.batch import run_batches
+
+                        run_batches(self, jobs, rows, writer, reporter, cache_dir, task)
+                    else:
+                        folder = budget_folder(model_cache_dir(cache_dir, name))
+                        _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.
                     writer.close()
