@@ -391,8 +391,12 @@ class BatchJob:
                 self._deliver(cid, self._error_fields(failure.error_type, str(failure)))
             return None
         record = BatchRecord.create(path.with_suffix(".jsonl"), self.task, file_id, ids)
-        if not self._confirm(record, look_up=False):
-            return None
+        try:
+            if not self._confirm(record, look_up=False):
+                return None
+        except BaseException:
+            record.close()  # left for the next run (Ctrl-C, an error), unlocked
+            raise
         self.reporter.message(
             f"submitted batch {record.batch_id}: {len(ids)} requests "
             f"(file {file_id}, record {record.path})"

@@ -1,0 +1,329 @@
+"""Batch mode of the `openai` backend against a real Batch API server on loopback
+(tests/batch_server.py): same answers as the direct path, `kill -9` and resume without a second
+batch, expired and failed requests retried by the next run, input files split at the limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from batch_server import BatchServer
+from loopback_server import LoopbackServer, Reply, completion, echo_reply, request_marker
+from test_inference_openai import SECRET, make_model, make_prompts
+
+from dualcog import schemas
+from dualcog.inference import cache_path, run_model
+from dualcog.inference.batch import RECORD_FOLDER, BatchRecord
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+FAST = {"batch": True, "batch_poll_s": 0.01, "batch_poll_max_s": 0.05}
+
+
+@pytest.fixture(autouse=True)
+def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
+
+
+def batch_model(server: BatchServer, **overrides: object) -> dict:
+    return make_model(server, **{**FAST, **overrides})  # type: ignore[arg-type]
+
+
+def run(model: dict, prompts: pd.DataFrame, media: Path, cache: Path, progress=None):
+    out = run_model(model, prompts, pd.DataFrame(), media, cache, progress)
+    schemas.to_table(out, schemas.RESPONSES)
+    assert list(out.sample_id) == list(prompts.sample_id)
+    assert SECRET not in out.to_json()
+    return out
+
+
+def records(cache: Path, model: str = "Qwen3-VL-8B-Instant") -> list[Path]:
+    return sorted((cache / model / RECORD_FOLDER).glob("*"))
+
+
+def sent_ids(lines: list[dict]) -> list[str]:
+    return sorted(line["custom_id"].partition(":")[2] for line in lines)
+
+
+def test_batch_gives_the_responses_table_of_the_direct_path(media_store, tmp_path):
+    prompts = make_prompts(6)
+    with LoopbackServer() as direct:
+        expected = run(make_model(direct), prompts, media_store, tmp_path / "direct")
+    lines: list[str] = []
+    with BatchServer() as server:
+        got = run(batch_model(server), prompts, media_store, tmp_path / "batch", lines.append)
+        assert (server.uploads, server.creates) == (1, 1)
+        sent = [line["body"] for line in server.inputs[0]]
+    # Every column alike but the latency, which a batch does not report per request.
+    assert got["latency_ms"].isna().all()
+    pd.testing.assert_frame_equal(
+        got.drop(columns="latency_ms"), expected.drop(columns="latency_ms")
+    )
+    # The batch lines carry exactly the bodies the direct path sent.
+    key = request_marker
+    assert sorted(sent, key=key) == sorted(direct.bodies, key=key)
+    assert any("submitted batch" in line for line in lines)
+    assert any("completed: 6/6 done, 0 failed" in line for line in lines)
+    assert records(tmp_path / "batch") == []  # finished: no record left
+    # A rerun answers from the cache: nothing uploaded or submitted.
+    with BatchServer() as again:
+        rerun = run(batch_model(again), prompts, media_store, tmp_path / "batch")
+        assert (again.uploads, again.creates) == (0, 0)
+    pd.testing.assert_frame_equal(rerun, got)
+
+
+# A child process: run_model on the prompts of `prompts.parquet`, printing the statuses.
+CHILD = """
+import json, sys
+import pandas as pd
+from pathlib import Path
+from dualcog.inference import run_model
+work = Path(sys.argv[1])
+model = json.loads((work / "model.json").read_text())
+prompts = pd.read_parquet(work / "prompts.parquet")
+out = run_model(model, prompts, pd.DataFrame(), work / "media", work / "cache", print)
+print(json.dumps(out["status"].value_counts().to_dict()))
+"""
+
+
+def child(work: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(work)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+@pytest.mark.integration
+def test_kill_9_while_pending_resumes_the_same_batch(media_store, tmp_path):
+    prompts = make_prompts(8)
+    prompts.to_parquet(tmp_path / "prompts.parquet")
+    with BatchServer() as server:
+        (tmp_path / "model.json").write_text(json.dumps(batch_model(server, api_key="EMPTY")))
+        server.hold.set()  # the batch stays in progress
+        process = child(tmp_path)
+        wait_for(lambda: server.retrieves >= 2, "the child to poll its batch")
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        # The record holds the batch id, durable before the first poll.
+        (path,) = records(tmp_path / "cache")
+        head, batch_id = BatchRecord.read(path)
+        assert head is not None and batch_id == server.order[0]
+        assert not cache_path(tmp_path / "cache", "Qwen3-VL-8B-Instant", "behavior").read_text()
+
+        polls = server.retrieves
+        process = child(tmp_path)
+        wait_for(lambda: server.retrieves > polls, "the rerun to poll the same batch")
+        server.hold.clear()
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()[-2000:]
+        assert (server.uploads, server.creates) == (1, 1)  # never submitted twice
+        assert json.loads(out.decode().strip().splitlines()[-1]) == {"ok": 8}
+        assert f"resuming batch {batch_id} of 8 requests" in out.decode()
+    lines = cache_path(tmp_path / "cache", "Qwen3-VL-8B-Instant", "behavior").read_text()
+    assert len(lines.splitlines()) == 8
+    assert records(tmp_path / "cache") == []
+
+
+def test_a_kill_between_create_and_record_finds_the_created_batch(
+    media_store, tmp_path, monkeypatch
+):
+    prompts = make_prompts(4)
+
+    def killed(self: BatchRecord, batch_id: str) -> None:
+        raise KeyboardInterrupt  # as if killed right after `batches.create` answered
+
+    with BatchServer() as server:
+        server.hold.set()
+        with monkeypatch.context() as patched:
+            patched.setattr(BatchRecord, "note_batch", killed)
+            with pytest.raises(KeyboardInterrupt):
+                run(batch_model(server), prompts, media_store, tmp_path)
+        (path,) = records(tmp_path)
+        assert BatchRecord.read(path)[1] is None  # the input file id only
+        assert server.creates == 1
+        server.hold.clear()
+        out = run(batch_model(server), prompts, media_store, tmp_path)
+        assert (out.status == "ok").all()
+        assert (server.uploads, server.creates) == (1, 1) and server.lists == 1
+
+
+def test_a_record_without_a_created_batch_is_submitted_on_resume(
+    media_store, tmp_path, monkeypatch
+):
+    from dualcog.inference.client import BatchClient
+
+    def killed(self: BatchClient, input_file_id: str, metadata: dict) -> dict:
+        raise KeyboardInterrupt  # killed after the record, before `batches.create`
+
+    with BatchServer() as server:
+        with monkeypatch.context() as patched:
+            patched.setattr(BatchClient, "create", killed)
+            with pytest.raises(KeyboardInterrupt):
+                run(batch_model(server), make_prompts(3), media_store, tmp_path)
+        assert server.creates == 0 and len(records(tmp_path)) == 1
+        out = run(batch_model(server), make_prompts(3), media_store, tmp_path)
+        assert (out.status == "ok").all()
+        # The recorded file was used: no second upload.
+        assert (server.uploads, server.creates) == (1, 1)
+    assert records(tmp_path) == []
+
+
+def test_expired_and_failed_requests_are_error_rows_then_only_they_are_resent(
+    media_store, tmp_path
+):
+    prompts = make_prompts(8)
+
+    def mixed(body: dict, count: int) -> Reply:
+        text = body["messages"][-1]["content"][0]["text"]
+        if text == "prompt 002" and count == 1:
+            return 503, {"error": {"message": "overloaded"}}, {}
+        if text == "prompt 003":
+            return 400, {"error": {"message": f"refused, key {SECRET}"}}, {}
+        if text == "prompt 004" and count == 1:
+            return 200, {"choices": []}, {}
+        return echo_reply(body, count)
+
+    with BatchServer(mixed) as server:
+        expired = {request_marker(line) for line in _bodies(prompts, media_store, [5, 6])}
+        server.expire = expired
+        out = run(batch_model(server), prompts, media_store, tmp_path / "cache")
+        kinds = out.error_type.astype(object).where(out.error_type.notna(), None)
+        by_id = dict(zip(out.sample_id, kinds, strict=True))
+        assert by_id == {
+            "s000": None, "s001": None, "s002": "http_503", "s003": "http_400",
+            "s004": "bad_response", "s005": "timeout", "s006": "timeout", "s007": None,
+        }  # fmt: skip
+        assert list(out.status == "ok") == [by_id[s] is None for s in out.sample_id]
+        messages = dict(zip(out.sample_id, out.error_message, strict=True))
+        assert "refused, key ***" in messages["s003"]
+        assert "batch_expired" in messages["s005"] and "batch_" in messages["s002"]
+        cache_text = cache_path(tmp_path / "cache", "Qwen3-VL-8B-Instant", "behavior").read_text()
+        assert SECRET not in cache_text
+
+        # The next run sends only the failed requests, in a new batch.
+        server.expire = set()
+        again = run(batch_model(server), prompts, media_store, tmp_path / "cache")
+        assert sent_ids(server.inputs[1]) == ["s002", "s003", "s004", "s005", "s006"]
+        assert (server.uploads, server.creates) == (2, 2)
+        assert list(again.status) == ["ok"] * 3 + ["error"] + ["ok"] * 4
+        assert list(again.error_type)[3] == "http_400"  # a refusal stays one
+
+
+def _bodies(prompts: pd.DataFrame, media: Path, indices: list[int]) -> list[dict]:
+    from dualcog.inference.request import request_body, request_settings
+
+    settings = request_settings({"name": "Qwen3-VL-8B-Instant", "family": "qwen_vllm"})
+    rows = prompts.to_dict(orient="records")
+    return [request_body(rows[i], settings, media) for i in indices]
+
+
+def test_a_failed_batch_makes_transient_error_rows_naming_the_reason(media_store, tmp_path):
+    prompts = make_prompts(3)
+    with BatchServer() as server:
+        server.final_status = "failed"
+        server.errors = {"data": [{"code": "invalid_request", "message": "bad line", "line": 2}]}
+        out = run(batch_model(server), prompts, media_store, tmp_path)
+        assert (out.error_type == "bad_response").all()
+        assert out.error_message.str.contains("ended failed").all()
+        assert out.error_message.str.contains(r"invalid_request: bad line \(line 2\)").all()
+        server.final_status = None
+        again = run(batch_model(server), prompts, media_store, tmp_path)
+        assert (again.status == "ok").all() and server.creates == 2
+
+
+def test_input_files_are_split_at_the_byte_and_request_limits(media_store, tmp_path):
+    prompts = make_prompts(7)
+    with BatchServer() as server:
+        out = run(batch_model(server, batch_max_requests=3), prompts, media_store, tmp_path / "a")
+        assert [len(lines) for lines in server.inputs] == [3, 3, 1]
+        assert (out.status == "ok").all() and server.creates == 3
+    line_bytes = max(len(data) for data in _raw_lines(server))
+    limit = int(line_bytes * 2.5)  # two lines per file, never three
+    with BatchServer() as server:
+        out = run(batch_model(server, batch_max_bytes=limit), prompts, media_store, tmp_path / "b")
+        sizes = [len(data) for data in _raw_files(server)]
+        assert len(sizes) == 4 and all(size <= limit for size in sizes), (sizes, limit)
+        assert sum(len(lines) for lines in server.inputs) == 7 and server.creates == 4
+        assert (out.status == "ok").all()
+        assert sorted(out.raw_text) == sorted(f'{{"echo":"prompt {i:03d}"}}' for i in range(7))
+
+
+def _raw_files(server: BatchServer) -> list[bytes]:
+    inputs = {file_id for file_id in server.files if any(
+        batch["input_file_id"] == file_id for batch in server.batches.values()
+    )}  # fmt: skip
+    return [server.files[file_id] for file_id in sorted(inputs)]
+
+
+def _raw_lines(server: BatchServer) -> list[bytes]:
+    return [line + b"\n" for data in _raw_files(server) for line in data.splitlines()]
+
+
+def test_a_request_larger_than_a_batch_file_is_a_permanent_error_row(media_store, tmp_path):
+    prompts = make_prompts(3)
+    prompts.loc[1, "user_text"] = "x" * 4000
+    with BatchServer() as server:
+        out = run(batch_model(server, batch_max_bytes=2048), prompts, media_store, tmp_path)
+        assert list(out.status) == ["ok", "error", "ok"]
+        assert out.error_type[1] == "too_large" and "batch_max_bytes" in out.error_message[1]
+        assert sent_ids(server.inputs[0]) == ["s000", "s002"]
+
+
+def test_an_unreachable_batch_server_gives_connection_error_rows(media_store, tmp_path):
+    prompts = make_prompts(2)
+    with BatchServer() as server:
+        server.hold.set()
+        model = batch_model(server, max_retries=0)
+        base = server.api_base
+    # The server is gone now: every request of the job fails, classified as a connection.
+    model["api_base"] = base
+    out = run(model, prompts, media_store, tmp_path)
+    assert (out.error_type == "connection").all()
+    assert out.error_message.str.contains("uploading").all()
+    assert records(tmp_path) == []  # nothing was uploaded, so nothing to resume
+
+
+def test_failed_polls_give_error_rows_and_the_next_run_resumes_the_batch(media_store, tmp_path):
+    prompts = make_prompts(3)
+    with BatchServer() as server:
+        server.retrieve_status = 500
+        out = run(batch_model(server, max_retries=1), prompts, media_store, tmp_path)
+        assert (out.error_type == "http_500").all()
+        assert out.error_message.str.contains("polling batch batch_").all()
+        # The key the server echoed is scrubbed.
+        assert out.error_message.str.contains("key ***", regex=False).all()
+        assert len(records(tmp_path)) == 1  # kept: the batch goes on at the provider
+        server.retrieve_status = None
+        again = run(batch_model(server), prompts, media_store, tmp_path)
+        assert (again.status == "ok").all()
+        assert (server.uploads, server.creates) == (1, 1)
+    assert records(tmp_path) == []
+
+
+def test_reasoning_and_usage_come_through_a_batch(media_store, tmp_path):
+    def thinking(body: dict, count: int) -> Reply:
+        reply = completion("{}", reasoning_content="because")
+        reply["usage"]["completion_tokens_details"] = {"reasoning_tokens": 5}
+        return 200, reply, {}
+
+    with BatchServer(thinking) as server:
+        out = run(batch_model(server), make_prompts(2), media_store, tmp_path)
+    assert list(out.reasoning_text) == ["because", "because"]
+    assert list(out.reasoning_tokens) == [5, 5] and list(out.prompt_tokens) == [11, 11]
+    assert list(out.attempts) == [1, 1] and list(out.finish_reason) == ["stop", "stop"]
