@@ -7,7 +7,8 @@ processed when it is first polled while `hold` is clear: each input line is answ
 200 replies go to the output file, others to the error file. `expire` (request markers)
 leaves requests unrun: the batch then ends `expired` with `batch_expired` error lines.
 `final_status` forces how a processed batch ends (e.g. "failed"), without results;
-`retrieve_status` (e.g. 500) makes every poll fail with that status, echoing the key.
+`retrieve_status` (e.g. 500) makes every poll fail with that status, echoing the key;
+`content_failures` downloads fail with a 500 before they work again.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class BatchServer:
         self.final_status: str | None = None
         self.errors: dict | None = None
         self.retrieve_status: int | None = None
+        self.content_failures = 0
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         server = self
@@ -78,7 +80,10 @@ class BatchServer:
                 url = urlsplit(self.path)
                 parts = url.path.strip("/").split("/")
                 with server.lock:
-                    if parts[:2] == ["v1", "files"] and len(parts) == 4:
+                    if parts[:2] == ["v1", "files"] and server.content_failures:
+                        server.content_failures -= 1
+                        status, payload = 500, {"error": {"message": "try again"}}
+                    elif parts[:2] == ["v1", "files"] and len(parts) == 4:
                         found = server.files.get(parts[2])
                         status, payload = (200, found) if found is not None else (404, {})
                     elif parts == ["v1", "batches"]:

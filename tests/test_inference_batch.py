@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -138,6 +139,42 @@ def test_kill_9_while_pending_resumes_the_same_batch(media_store, tmp_path):
     lines = cache_path(tmp_path / "cache", "Qwen3-VL-8B-Instant", "behavior").read_text()
     assert len(lines.splitlines()) == 8
     assert records(tmp_path / "cache") == []
+
+
+@pytest.mark.integration
+def test_a_second_run_at_once_waits_for_the_batch_and_takes_its_answers(
+    media_store, tmp_path, monkeypatch
+):
+    prompts = make_prompts(5)
+    prompts.to_parquet(tmp_path / "prompts.parquet")
+    with BatchServer() as server:
+        model = batch_model(server, api_key="EMPTY")
+        (tmp_path / "model.json").write_text(json.dumps(model))
+        server.hold.set()
+        process = child(tmp_path)
+        wait_for(lambda: server.retrieves >= 2, "the child to poll its batch")
+        take = BatchRecord.take
+
+        def take_then_release(path: Path, blocking: bool = True) -> BatchRecord | None:
+            # The child's batch may end only once this run has found its record.
+            assert blocking
+            threading.Timer(0.2, server.hold.clear).start()
+            return take(path, blocking)
+
+        monkeypatch.setattr(BatchRecord, "take", take_then_release)
+        out = run(model, prompts, media_store, tmp_path / "cache")
+        assert process.wait(timeout=60) == 0
+        assert (out.status == "ok").all() and (server.uploads, server.creates) == (1, 1)
+    assert records(tmp_path / "cache") == []
+
+
+def test_a_failed_download_is_retried_at_the_next_poll(media_store, tmp_path):
+    with BatchServer() as server:
+        server.content_failures = 3  # the SDK's 2 tries of the first download, then one
+        out = run(batch_model(server, max_retries=1), make_prompts(2), media_store, tmp_path)
+        assert (out.status == "ok").all() and server.creates == 1
+        assert server.content_failures == 0
+    assert records(tmp_path) == []
 
 
 def test_a_kill_between_create_and_record_finds_the_created_batch(

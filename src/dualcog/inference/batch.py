@@ -122,9 +122,12 @@ class BatchRecord:
     def create(
         cls, path: Path, task: str, input_file_id: str, custom_ids: list[str]
     ) -> BatchRecord:
-        """Write a new record (locked) and make it durable: file, then its folder entry."""
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
-        flock(fd, fcntl.LOCK_EX, path)
+        """Write a new record (locked) and make it durable: file, then its folder entry.
+        Written under another name and renamed, so that no process ever finds it unlocked
+        and half-written."""
+        draft = path.with_suffix(".draft")
+        fd = os.open(draft, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        flock(fd, fcntl.LOCK_EX, draft)
         head = {
             "task": task,
             "input_file_id": input_file_id,
@@ -132,6 +135,7 @@ class BatchRecord:
             "created": time.time(),
         }
         cls._append(fd, head)
+        os.rename(draft, path)  # the lock stays: it is on the file, not the name
         _fsync_folder(path.parent)
         return cls(path, fd, head, None)
 
@@ -253,6 +257,22 @@ class BatchJob:
         self.rows[index] = row
         self.writer.put(key, sample_id, row)
         self.reporter.add(row["status"])
+
+    def _from_cache(self, ids: list[str]) -> None:
+        """Take the answers of `ids` that another process wrote to the cache since we read
+        it; the rest stay pending."""
+        from dualcog.inference.cache import ResponseCache
+
+        with ResponseCache(self.writer.cache.path) as fresh:
+            for cid in ids:
+                entry = fresh.get(*split_custom_id(cid))
+                if entry is None or cid not in self.pending:
+                    continue
+                index, prompt = self.pending.pop(cid)
+                cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
+                name = self.runner.settings.run_name
+                self.rows[index] = response_row(prompt, name, "openai", **cached)
+                self.reporter.add("ok", cached=True)
 
     def _line_fields(self, batch_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
         """One output or error file line -> the fields of its row."""
@@ -444,6 +464,8 @@ class BatchJob:
             # One of another job (a concurrent shard) is polled by it: wait only for ours.
             record = BatchRecord.take(path, blocking=ours)
             if record is None:
+                if ours:  # finished by a process that held it: its answers are cached
+                    self._from_cache(ids)
                 continue
             if not ours:
                 # Not locked and none of ours: a leftover of a process killed after writing
@@ -473,8 +495,8 @@ class BatchJob:
                 try:
                     batch = self.client.retrieve(batch_id)
                     if batch.get("status") in TERMINAL:
+                        self._collect(record, batch)  # downloads first: may fail, then retried
                         records.remove(record)
-                        self._collect(record, batch)
                         changed = True
                         continue
                 except AttemptFailed as failure:
