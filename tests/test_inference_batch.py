@@ -177,6 +177,20 @@ def test_a_failed_download_is_retried_at_the_next_poll(media_store, tmp_path):
     assert records(tmp_path) == []
 
 
+def test_files_left_by_a_killed_process_are_removed_not_those_in_use(media_store, tmp_path):
+    import fcntl
+
+    folder = tmp_path / "Qwen3-VL-8B-Instant" / RECORD_FOLDER
+    folder.mkdir(parents=True)
+    for name in ("behavior.dead.input", "behavior.dead.draft", "behavior.live.input"):
+        (folder / name).write_bytes(b"{}\n")
+    with open(folder / "behavior.live.input", "rb") as live, BatchServer() as server:
+        fcntl.flock(live.fileno(), fcntl.LOCK_EX)  # a live process still uploading it
+        out = run(batch_model(server), make_prompts(2), media_store, tmp_path)
+    assert (out.status == "ok").all()
+    assert [path.name for path in records(tmp_path)] == ["behavior.live.input"]
+
+
 def test_a_kill_between_create_and_record_finds_the_created_batch(
     media_store, tmp_path, monkeypatch
 ):

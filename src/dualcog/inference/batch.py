@@ -351,7 +351,8 @@ class BatchJob:
     def _input_files(
         self, items: list[tuple[str, Mapping[str, Any]]]
     ) -> Iterator[tuple[Path, list[str]]]:
-        """Batch input files of at most `max_requests` lines and `max_bytes` bytes each."""
+        """Batch input files of at most `max_requests` lines and `max_bytes` bytes each, each
+        locked until the caller is done with it (so `_remove_leftovers` leaves it alone)."""
         from dualcog.inference.request import encode_request_body, request_body
 
         runner = self.runner
@@ -378,19 +379,20 @@ class BatchJob:
                     continue
                 full = len(ids) >= self.settings.max_requests
                 if handle is not None and (full or size + len(line) > self.settings.max_bytes):
+                    handle.flush()
+                    yield path, ids
                     handle.close()
                     handle = None
-                    yield path, ids
                 if handle is None:
                     path = self.folder / f"{safe_name(self.task)}.{uuid.uuid4().hex[:12]}.input"
-                    handle = open(path, "wb")  # noqa: SIM115 (closed when full)
+                    handle = open(path, "wb")  # noqa: SIM115 (closed once uploaded)
+                    flock(handle.fileno(), fcntl.LOCK_EX, path)
                     ids, size = [], 0
                 handle.write(line)
                 ids.append(cid)
                 size += len(line)
             if handle is not None:
-                handle.close()
-                handle = None
+                handle.flush()
                 yield path, ids
         finally:
             if handle is not None:
@@ -452,8 +454,27 @@ class BatchJob:
 
     # --- the run -------------------------------------------------------------------------
 
+    def _remove_leftovers(self) -> None:
+        """Input files and record drafts of killed processes (no batch was made from a draft;
+        an input file is only needed until its upload). Those of live processes are locked."""
+        for suffix in ("input", "draft"):
+            for path in self.folder.glob(f"{safe_name(self.task)}.*.{suffix}"):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    continue
+                try:
+                    flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
+                    path.unlink(missing_ok=True)
+                    LOG.warning("batch files: removed %s, left by a killed process", path)
+                except BlockingIOError:
+                    pass
+                finally:
+                    os.close(fd)
+
     def _recorded(self) -> list[BatchRecord]:
         """The records of this task that hold requests of this job, taken over (locked)."""
+        self._remove_leftovers()
         taken = []
         for path in sorted(self.folder.glob(f"{safe_name(self.task)}.*.jsonl")):
             head, _ = BatchRecord.read(path)
