@@ -8,7 +8,8 @@ processed when it is first polled while `hold` is clear: each input line is answ
 leaves requests unrun: the batch then ends `expired` with `batch_expired` error lines.
 `final_status` forces how a processed batch ends (e.g. "failed"), without results;
 `retrieve_status` (e.g. 500) makes every poll fail with that status, echoing the key;
-`content_failures` downloads fail with a 500 before they work again.
+`content_failures` downloads fail with a 500 before they work again; `junk` lines are added
+to every output file.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class BatchServer:
         self.errors: dict | None = None
         self.retrieve_status: int | None = None
         self.content_failures = 0
+        self.junk: list[bytes] = []
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         server = self
@@ -174,6 +176,8 @@ class BatchServer:
         for field, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+                if field == "output_file_id":
+                    data += b"".join(junk + b"\n" for junk in self.junk)
                 batch[field] = self._new_file(data, "batch_output", "out.jsonl")["id"]
         batch["status"] = "expired" if self.expire else "completed"
         if self.final_status is not None:

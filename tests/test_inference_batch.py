@@ -191,6 +191,17 @@ def test_files_left_by_a_killed_process_are_removed_not_those_in_use(media_store
     assert [path.name for path in records(tmp_path)] == ["behavior.live.input"]
 
 
+def test_unreadable_output_lines_are_skipped_with_a_warning(media_store, tmp_path, caplog):
+    with BatchServer() as server:
+        server.junk = [b"not json \xff", b'{"custom_id": ["a"]}', b'{"custom_id": "other"}']
+        out = run(batch_model(server), make_prompts(2), media_store, tmp_path)
+    assert (out.status == "ok").all()
+    warned = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
+    assert [line.split(" output_file_id ")[1] for line in warned] == [
+        "line 3 unreadable, skipped", "line 4 unreadable, skipped", "line 5 unreadable, skipped"
+    ]  # fmt: skip
+
+
 def test_a_kill_between_create_and_record_finds_the_created_batch(
     media_store, tmp_path, monkeypatch
 ):

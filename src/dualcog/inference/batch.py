@@ -317,12 +317,13 @@ class BatchJob:
                     item = json.loads(line) if line.strip() else None
                 except ValueError:
                     item = None
-                if not isinstance(item, dict) or item.get("custom_id") not in wanted:
+                cid = item.get("custom_id") if isinstance(item, dict) else None
+                if not isinstance(cid, str) or cid not in wanted:
                     if line.strip():
                         LOG.warning("batch %s: %s line %d unreadable, skipped", batch_id,
                                     field, number)  # fmt: skip
                     continue
-                results[str(item["custom_id"])] = self._line_fields(batch_id, item)
+                results[cid] = self._line_fields(batch_id, item)  # type: ignore[arg-type]
         status = str(batch.get("status"))
         missing = self._error_fields(
             MISSING_ERROR_TYPE.get(status, "bad_response"),
