@@ -136,6 +136,7 @@ def test_kill_9_while_pending_resumes_the_same_batch(media_store, tmp_path):
         assert (server.uploads, server.creates) == (1, 1)  # never submitted twice
         assert json.loads(out.decode().strip().splitlines()[-1]) == {"ok": 8}
         assert f"resuming batch {batch_id} of 8 requests" in out.decode()
+        assert f"batch {batch_id}: in_progress, 0/8 done, 0 failed" in out.decode()
     lines = cache_path(tmp_path / "cache", "Qwen3-VL-8B-Instant", "behavior").read_text()
     assert len(lines.splitlines()) == 8
     assert records(tmp_path / "cache") == []
@@ -376,6 +377,27 @@ def test_failed_polls_give_error_rows_and_the_next_run_resumes_the_batch(media_s
         assert (again.status == "ok").all()
         assert (server.uploads, server.creates) == (1, 1)
     assert records(tmp_path) == []
+
+
+def test_polls_slow_down_while_nothing_changes(media_store, tmp_path, monkeypatch):
+    import types
+
+    import dualcog.inference.batch as batch_module
+
+    delays: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        delays.append(seconds)
+        if len(delays) == 6:
+            server.hold.clear()
+
+    clock = types.SimpleNamespace(monotonic=time.monotonic, time=time.time, sleep=sleep)
+    monkeypatch.setattr(batch_module, "time", clock)
+    with BatchServer() as server:
+        server.hold.set()
+        out = run(batch_model(server), make_prompts(2), media_store, tmp_path)
+    assert (out.status == "ok").all()
+    assert delays == pytest.approx([0.01, 0.015, 0.0225, 0.03375, 0.05, 0.05])
 
 
 def test_reasoning_and_usage_come_through_a_batch(media_store, tmp_path):
