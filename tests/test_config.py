@@ -258,3 +258,39 @@ def test_a_display_name_from_a_route_is_checked_too() -> None:
     }
     with pytest.raises(ConfigError, match=r"(?s)after routes.*display_name.*are refused"):
         validate_config(config)
+
+
+def test_batch_mode_keys_from_a_route_with_schema_defaults() -> None:
+    from dualcog.inference.batch import batch_settings
+
+    config = {
+        "data_root": "data",
+        "routes": {"r": {"api_base": "http://x", "batch": True, "batch_poll_s": 5}},
+        "models": [{"name": "m", "backend": "openai", "route": "r"}],
+    }
+    model = validate_config(config)["models"][0]
+    settings = batch_settings(model)
+    assert settings is not None and settings.poll_s == 5
+    assert (settings.max_requests, settings.max_bytes) == (50000, 200_000_000)
+    # Defaults also for an entry that was never validated (tests, notebooks).
+    assert batch_settings({"batch": True}) == batch_settings({**model, "batch_poll_s": 30})
+    assert batch_settings({"batch": False}) is None
+    # Batch mode sends the same bodies: it reruns nothing.
+    direct = {**model, "batch": False}
+    assert model_fingerprint(model) == model_fingerprint(direct)
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ({"backend": "oracle", "batch": True}, r"batch: backend oracle .*needs an openai model"),
+        (
+            {"backend": "openai", "batch": True, "serve": {"model": "w"}},
+            r"batch: a model the workflow serves itself",
+        ),
+        ({"backend": "openai", "api_base": "http://x", "batch_max_requests": 0}, "minimum"),
+    ],
+)
+def test_batch_mode_refused_where_there_is_no_batch_api(model, expected) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        validate_config(_config(**model))

@@ -66,6 +66,8 @@ class Backend:
     recorded: its answers are recorded responses (the leaderboard marks them "replayed").
     reports_usage: its rows carry a provider's token usage (sent, or recorded with the
         answers); the usage table shows "–" for a backend that reports none, never 0.
+    batches: `batch: true` sends its requests through the provider's Batch API
+        (dualcog.inference.batch) instead of one by one; refused with a `serve` block.
     """
 
     name: str
@@ -81,6 +83,7 @@ class Backend:
     simulated: bool = False
     recorded: bool = False
     reports_usage: bool = False
+    batches: bool = False
 
     def load_runner(self) -> Runner:
         module, _, function = self.runner.partition(":")
@@ -121,7 +124,7 @@ register(Backend(
     "openai", "dualcog.inference.openai_backend:run_openai",
     "OpenAI-compatible Chat Completions: cloud APIs, or a vLLM server the workflow starts",
     sends_media=True, calls_api=True, servable=True, counts_failures=True,
-    reports_usage=True,
+    reports_usage=True, batches=True,
 ))  # fmt: skip
 
 BACKEND_NAMES = tuple(REGISTRY)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
@@ -47,6 +48,11 @@ def _schema() -> tuple[dict, dict[str, Any], dict[str, Any]]:
     are written); read on first validation, so that jobs importing this module do not."""
     schema = load_schema()
     return schema, schema_defaults(schema), schema_defaults(schema["$defs"]["model"])
+
+
+def model_defaults() -> dict[str, Any]:
+    """The schema's default of every model setting that has one."""
+    return copy.deepcopy(_schema()[2])
 
 
 # Settings that change how fast answers arrive, never what they say: left out of the
@@ -89,6 +95,12 @@ NON_ANSWER_KEYS = frozenset(
         # how a cluster spreads and caps the jobs (docs/cluster.md)
         "shards",
         "provider",
+        # batch mode sends the same bodies, only through the provider's Batch API
+        "batch",
+        "batch_max_requests",
+        "batch_max_bytes",
+        "batch_poll_s",
+        "batch_poll_max_s",
     }
 )
 # Parts of a `serve:` block that can change answers (the weights and the server's options);
@@ -145,6 +157,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
             raise ConfigError(f"invalid configuration in {source}: {error}") from None
         _check_key(resolved, model, source, routes_source)
         _check_cost_limit(resolved, source)
+        _check_batch(resolved, source)
         models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
@@ -218,6 +231,29 @@ def _check_cost_limit(resolved: Mapping[str, Any], source: str) -> None:
             f"invalid configuration in {source}: models ({resolved['name']}).cost_limit needs "
             "prices to count dollars: set `prices: {input: ..., output: ...}` (USD per million "
             "tokens) on the model or its route, or use `token_limit` instead"
+        )
+
+
+def _check_batch(resolved: Mapping[str, Any], source: str) -> None:
+    if not resolved.get("batch"):
+        return
+    name, backend = resolved["name"], backend_of(resolved)
+    if not backend.batches:
+        raise ConfigError(
+            f"invalid configuration in {source}: models ({name}).batch: backend {backend.name} "
+            "sends no requests through a Batch API; `batch: true` needs an openai model"
+        )
+    if resolved.get("serve"):
+        raise ConfigError(
+            f"invalid configuration in {source}: models ({name}).batch: a model the workflow "
+            "serves itself (`serve`) has no Batch API; drop `batch` or the `serve` block"
+        )
+    limited = [key for key in ("cost_limit", "token_limit") if resolved.get(key) is not None]
+    if limited and not resolved.get("estimated_tokens_per_request"):
+        raise ConfigError(
+            f"invalid configuration in {source}: models ({name}).batch with "
+            f"{' and '.join(limited)} needs estimated_tokens_per_request: a batch is checked "
+            "against the limit before it is sent, at that many tokens per request"
         )
 
 

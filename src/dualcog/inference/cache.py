@@ -214,6 +214,21 @@ class CacheWriter:
             if self.stopping:
                 return
 
+    def sync(self) -> None:
+        """Sync everything written so far now, in the caller's thread; raises when a write
+        failed (as `close` does)."""
+        try:
+            os.fsync(self.cache.fd)
+        except OSError as error:
+            self.failure = error
+        self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        if self.failure is not None:
+            if is_disk_full(self.failure):
+                raise disk_full(self.cache.path, self.failure)  # type: ignore[arg-type]
+            raise OSError(f"response cache {self.cache.path}: {self.failure}")
+
     def close(self) -> None:
         """Sync everything written so far, then stop the thread."""
         self.stopping = True
@@ -223,7 +238,4 @@ class CacheWriter:
             os.fsync(self.cache.fd)  # rows written while the thread's last fsync ran
         except OSError as error:
             self.failure = error
-        if self.failure is not None:
-            if is_disk_full(self.failure):
-                raise disk_full(self.cache.path, self.failure)  # type: ignore[arg-type]
-            raise OSError(f"response cache {self.cache.path}: {self.failure}")
+        self._raise_failure()

@@ -9,6 +9,9 @@ is not JSON, has no choices or cannot be decoded is a `bad_response` failure lik
 other, never an exception that escapes; a status other than 200 is `http_<status>` with
 the provider's error message, retried when it is 408, 409, 429 or 5xx.
 
+`BatchClient` makes the few calls of batch mode (`dualcog.inference.batch`) through the SDK's
+typed methods: a handful per batch, so their CPU cost does not matter.
+
 This is the only module that imports `openai`; it is imported only by a job that sends.
 """
 
@@ -21,6 +24,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -51,6 +55,19 @@ class Reply:
     finish_reason: str | None
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
     refusal: str | None = None  # message.refusal: the provider declined to answer
+
+    def row_fields(self) -> dict[str, Any]:
+        """The RESPONSES fields of an answered request (direct and batch paths alike)."""
+        return {
+            "raw_text": self.content,
+            "reasoning_text": self.reasoning_text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "finish_reason": self.finish_reason,
+            "cached_tokens": self.cached_tokens,
+            "refusal": self.refusal,
+        }
 
 
 class AttemptFailed(Exception):
@@ -241,3 +258,98 @@ class ChatClient:
 
     async def close(self) -> None:
         await self.http.aclose()
+
+
+BATCH_ENDPOINT = "/v1/chat/completions"
+# How far before a record's time a batch found by `BatchClient.find` may have been created
+# (clocks of the provider and of this machine differ); the listing stops there.
+FIND_MARGIN_S = 3600.0
+
+
+class BatchClient:
+    """The Batch API calls of batch mode: files up and down, batches created and polled.
+
+    Each call goes through the SDK (`files.create`, `batches.create`, `batches.retrieve`,
+    `batches.list`, `files.content`) with the SDK's own retries (`max_retries`, backoff,
+    `Retry-After`): a call that still fails raises `AttemptFailed`, classified like a chat
+    request's failure. Batches come back as plain dicts."""
+
+    def __init__(
+        self, api_base: str | None, api_key: str, timeout_s: float, max_retries: int
+    ) -> None:
+        base = (api_base or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_BASE).rstrip("/")
+        self.sdk = openai.OpenAI(
+            base_url=base, api_key=api_key, timeout=timeout_s, max_retries=max_retries
+        )
+
+    @staticmethod
+    def _failure(what: str, error: Exception) -> AttemptFailed:
+        if isinstance(error, openai.APIStatusError):
+            response = error.response
+            failed = status_failure(response.status_code, response.content, response.headers)
+        elif isinstance(error, openai.APITimeoutError):
+            failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}", True)
+        elif isinstance(error, openai.APIConnectionError):
+            failed = AttemptFailed("connection", f"{type(error).__name__}: {error}", True)
+        else:  # a reply the SDK could not read
+            failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}", True)
+        return AttemptFailed(
+            failed.error_type, f"{what}: {failed}", failed.retryable, failed.retry_after
+        )
+
+    def _call(self, what: str, call: Any) -> Any:
+        try:
+            return call()
+        except (openai.OpenAIError, httpx2.HTTPError, OSError, ValueError) as error:
+            raise self._failure(what, error) from None
+
+    def upload(self, path: Path) -> str:
+        """Upload a batch input file (purpose `batch`); its file id."""
+        with open(path, "rb") as handle:
+            uploaded = self._call(
+                f"uploading {path.name}",
+                lambda: self.sdk.files.create(
+                    file=(path.name, handle, "application/jsonl"), purpose="batch"
+                ),
+            )
+        return str(uploaded.id)
+
+    def create(self, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+        batch = self._call(
+            f"creating the batch of file {input_file_id}",
+            lambda: self.sdk.batches.create(
+                completion_window="24h",
+                endpoint=BATCH_ENDPOINT,
+                input_file_id=input_file_id,
+                metadata=metadata,
+            ),
+        )
+        return batch.model_dump()
+
+    def retrieve(self, batch_id: str) -> dict[str, Any]:
+        batch = self._call(f"polling batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id))
+        return batch.model_dump()
+
+    def find(self, input_file_id: str, since: float) -> dict[str, Any] | None:
+        """The batch made from `input_file_id`, if one was created (newest first, back to
+        `since` less a margin): what a process killed between creating a batch and recording
+        its id left behind."""
+
+        def search() -> dict[str, Any] | None:
+            for batch in self.sdk.batches.list(limit=100):
+                if batch.input_file_id == input_file_id:
+                    return batch.model_dump()
+                if batch.created_at < since - FIND_MARGIN_S:
+                    return None
+            return None
+
+        return self._call(f"looking for the batch of file {input_file_id}", search)
+
+    def content(self, file_id: str) -> bytes:
+        response = self._call(
+            f"downloading file {file_id}", lambda: self.sdk.files.content(file_id)
+        )
+        return bytes(response.content)
+
+    def close(self) -> None:
+        self.sdk.close()

@@ -351,6 +351,23 @@ class SpendLimit:
             delay = min(delay * 2, 0.2)
         return decision
 
+    def hold(self, count: int) -> Spend:
+        """Hold `count` requests' estimate without a check: requests already sent (a batch
+        resumed after a kill), whose cost counts against every later request."""
+        if not self.active or count <= 0:
+            return Spend()
+        self.open()
+        with self._locked():
+            self.ledger.refresh()
+            model = self.ledger.total()
+            each = self.estimate(self.ledger.task(self.task), model) or Spend(
+                self.max_tokens, self.cost_of(0.0, self.max_tokens)
+            )
+            held = Spend(each.tokens * count, each.cost * count)
+            self.held = self.held + held
+            self._write_hold()
+        return held
+
     def settle(self, reservation: Spend) -> None:
         """Give back a reservation: the request's cache line, if any, is written by now."""
         if not self.active or self.lock_fd < 0:

@@ -125,16 +125,9 @@ class OpenAIRunner:
                     prompt,
                     self.settings.run_name,
                     "openai",
-                    raw_text=reply.content,
-                    reasoning_text=reply.reasoning_text,
                     attempts=attempt,
                     latency_ms=(time.perf_counter() - started) * 1000.0,
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
-                    reasoning_tokens=reply.reasoning_tokens,
-                    finish_reason=reply.finish_reason,
-                    cached_tokens=reply.cached_tokens,
-                    refusal=reply.refusal,
+                    **reply.row_fields(),
                 )
             finally:
                 slots.release(slot)
@@ -229,8 +222,13 @@ class OpenAIRunner:
             if jobs:
                 writer = CacheWriter(cache)
                 try:
-                    folder = budget_folder(model_cache_dir(cache_dir, name))
-                    _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
+                    if self.model.get("batch"):  # the provider's Batch API (inference/batch.py)
+                        from dualcog.inference.batch import run_batches
+
+                        run_batches(self, jobs, rows, writer, reporter, cache_dir, task)
+                    else:
+                        folder = budget_folder(model_cache_dir(cache_dir, name))
+                        _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.
                     writer.close()
