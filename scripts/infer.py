@@ -1,7 +1,7 @@
 """Snakemake adapter: prompts of one request kind -> raw responses of one model.
 
 Arrow in and out (`run_model_table`): no pandas frame is built, so a job of an offline
-backend never imports pandas (tests/test_inference_processes.py checks).
+backend never imports pandas (tests/test_lean_jobs.py checks).
 """
 
 from collections import Counter

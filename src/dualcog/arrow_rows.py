@@ -23,7 +23,10 @@ _OFFSET_MAX = 2**31 - 1  # list / string offsets are int32
 
 
 class RowValueError(ValueError):
-    """A value that does not fit its Arrow column; the message names the column and row."""
+    """A value that does not fit its Arrow column; the message names the column and row.
+
+    In a nested column (`bbox[]`, `answers[].option_id`) the row counts the column's values
+    flattened across rows."""
 
 
 def _bad(column: str, row: int, expected: str, value: Any) -> RowValueError:
