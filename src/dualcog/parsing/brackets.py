@@ -19,7 +19,7 @@ is the next token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -152,16 +152,27 @@ def _inside_after_quotes(escaped: np.ndarray) -> np.ndarray:
     return np.where(last_escaped >= 0, since % 2 == 0, since % 2 == 1)
 
 
-def _in_main_strings(codes: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(whether each position is inside a string of the main reading, quotes, escaped)."""
+@dataclass(frozen=True, slots=True)
+class _Strings:
+    """The main reading's strings: its quotes, which are escaped, whether inside after each."""
+
+    quotes: np.ndarray
+    escaped: np.ndarray
+    inside_after: np.ndarray
+
+    def inside(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each (non-quote) position is inside a string of the main reading."""
+        if len(self.quotes) == 0:
+            return np.zeros(len(positions), dtype=bool)
+        last_quote = np.searchsorted(self.quotes, positions) - 1
+        return (last_quote >= 0) & self.inside_after[np.maximum(last_quote, 0)]
+
+
+def _main_strings(codes: np.ndarray) -> _Strings:
     quotes = np.flatnonzero(codes == _QUOTE)
     escaped = _escaped_quotes(codes, quotes)
-    in_string = np.zeros(len(positions), dtype=bool)
-    if len(quotes):
-        last_quote = np.searchsorted(quotes, positions) - 1
-        inside = _inside_after_quotes(escaped)
-        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
-    return in_string, quotes, escaped
+    inside_after = _inside_after_quotes(escaped) if len(quotes) else escaped
+    return _Strings(quotes, escaped, inside_after)
 
 
 _BRACKET_CODES = tuple(map(ord, "[]{}"))
@@ -176,7 +187,7 @@ def deepest_nesting(text: str) -> int:
     positions = np.flatnonzero(is_bracket)
     if len(positions) == 0:
         return 0
-    in_string, _, _ = _in_main_strings(codes, positions)
+    in_string = _main_strings(codes).inside(positions)
     brackets = codes[positions[~in_string]]
     if len(brackets) == 0:
         return 0
@@ -207,6 +218,10 @@ class Spans:
     starts: np.ndarray
     ends: np.ndarray
     readings: np.ndarray
+    # What the scan learnt of the text, for surely_failing.
+    codes: np.ndarray = field(repr=False, compare=False)
+    strings: _Strings = field(repr=False, compare=False)
+    escaped_at: np.ndarray = field(repr=False, compare=False)
 
 
 def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Spans:
@@ -220,9 +235,11 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     is_opener = codes == opener_code
     positions = np.flatnonzero(is_opener | (codes == closer_code))
     opens = is_opener[positions]
-    in_string, quotes, escaped = _in_main_strings(codes, positions)
-    escaped_at = quotes[escaped]
-    is_start = _value_starts(codes, is_opener, opener_code, quotes[~escaped])[positions]
+    strings = _main_strings(codes)
+    in_string = strings.inside(positions)
+    escaped_at = strings.quotes[strings.escaped]
+    is_start = _value_starts(codes, is_opener, opener_code, strings.quotes[~strings.escaped])
+    is_start = is_start[positions]
 
     # The main reading without its openers that never close (nothing after them falls back
     # to their depth): they are no candidates, and every other token keeps its match.
@@ -284,7 +301,7 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
         readings = np.concatenate([readings, region + 1])
         order = np.argsort(starts, kind="stable")
         starts, ends, readings = starts[order], ends[order], readings[order]
-    return Spans(starts, ends, readings)
+    return Spans(starts, ends, readings, codes, strings, escaped_at)
 
 
 def _reaches(
@@ -357,3 +374,69 @@ def _value_starts(
         value = np.where(colon_ok, following.position(colon), -1)
         starts[keyed[following.is_one_of(_VALUE_START, value)]] = True
     return starts
+
+
+# --- spans that surely fail to parse --------------------------------------------------------
+
+# What a JSON text holds outside its strings (the quote opens one): whitespace, structure,
+# numbers (`-+.eE`, digits) and the letters of `true`, `false`, `null`.
+_OUTSIDE_STRINGS = _character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
+_STRUCTURE = _character_table(",:[{}]")
+# Row: a structural character outside strings; columns: what can come next after whitespace.
+_FOLLOWERS = np.zeros((128, 128), dtype=bool)
+for _before, _after in ((",", _VALUE_START), (":", _VALUE_START), ("[", _ARRAY_NEXT)):
+    _FOLLOWERS[ord(_before)] = _after
+for _before, _allowed in (("{", '"}'), ("}", ",}]"), ("]", ",}]")):
+    _FOLLOWERS[ord(_before)] = _character_table(_allowed)
+
+
+def surely_failing(spans: Spans) -> np.ndarray:
+    """Whether each span surely fails to parse as one JSON value, decided without parsing.
+
+    A span fails when, as the scan from its opener reads the text, it holds past its opener
+    a character no JSON text has outside strings (any letter but those of `true`, `false`,
+    `null` and exponents, a backslash, non-ASCII), a control character inside a string, or a
+    structural character followed (after whitespace) by one that cannot come next in JSON
+    (`,` or `:` then no value, `[` then no value or `]`, `{` then no key or `}`, `}` or `]`
+    then no `,`, `}` or `]`; a closer ends the span, so its follower is inside it only when
+    the closer is nested). A span that parses is read by the decoder as its scan reads it
+    (outside strings there is no backslash, so every quote there opens or closes a string as
+    in the scan), and none of these occurs in valid JSON. Linear: a few passes over the text,
+    a search per span.
+    """
+    codes, strings = spans.codes, spans.strings
+    size = len(codes)
+    # Positions bad when read outside a string, inside one, or in both.
+    bad_outside = ~_table(_OUTSIDE_STRINGS, codes)
+    bad_inside = codes < 0x20
+    marked = np.flatnonzero(bad_outside | bad_inside)
+    inside = strings.inside(marked)
+    bad_main = np.zeros(size, dtype=bool)
+    bad_other = np.zeros(size, dtype=bool)
+    bad_main[marked] = np.where(inside, bad_inside[marked], bad_outside[marked])
+    bad_other[marked] = np.where(inside, bad_outside[marked], bad_inside[marked])
+    # Pairs: marked at the follower, under the reading that puts the structural one outside.
+    structure = np.flatnonzero(_table(_STRUCTURE, codes))
+    follower = _Following(codes).position(structure)
+    found = follower >= 0
+    after = np.minimum(codes[np.maximum(follower, 0)], 127)
+    wrong = found & ~_FOLLOWERS[codes[structure], after]
+    wrong_inside = strings.inside(structure[wrong])
+    bad_main[follower[wrong][~wrong_inside]] = True
+    bad_other[follower[wrong][wrong_inside]] = True
+    main_marks, other_marks = np.flatnonzero(bad_main), np.flatnonzero(bad_other)
+
+    starts, ends, readings = spans.starts, spans.ends, spans.readings
+    first_main = _next_in(main_marks, starts)
+    failing = (first_main >= 0) & (first_main < ends)
+    other = np.flatnonzero(readings > 0)
+    if len(other):
+        # Read the other way round up to the next escaped quote, like the main reading after.
+        region_ends = np.append(spans.escaped_at, size)[readings[other] - 1]
+        first_other = _next_in(other_marks, starts[other])
+        before = np.minimum(ends[other], region_ends + 1)
+        first_main = _next_in(main_marks, region_ends)
+        failing[other] = ((first_other >= 0) & (first_other < before)) | (
+            (first_main >= 0) & (first_main < ends[other])
+        )
+    return failing

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting
+import numpy as np
+
+from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting, surely_failing
 
 
 class _NotJson:
@@ -286,18 +288,29 @@ def _parse_span(candidate: str) -> tuple[Any, int]:
     return call_with_depth_headroom(depth, _scan_span, candidate)
 
 
+# The first this many spans are parsed without the check for spans that surely fail: most
+# texts stop within them, and the check costs passes over the whole text.
+_UNCHECKED_SPANS = 64
+
+
 def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
-    """The spans as Python ints, converted a growing batch at a time (most texts stop early)."""
+    """The spans as Python ints, a growing batch at a time (most texts stop early); past the
+    first _UNCHECKED_SPANS, only those that may parse (parsing.brackets.surely_failing)."""
+    chosen = np.arange(min(_UNCHECKED_SPANS, len(spans.starts)))
+    if len(spans.starts) > _UNCHECKED_SPANS:
+        later = ~surely_failing(spans)
+        later[:_UNCHECKED_SPANS] = False
+        chosen = np.concatenate([chosen, np.flatnonzero(later)])
     done, batch = 0, 64
-    while done < len(spans.starts):
-        stop = done + batch
+    while done < len(chosen):
+        indices = chosen[done : done + batch]
         yield from zip(
-            spans.starts[done:stop].tolist(),
-            spans.ends[done:stop].tolist(),
-            spans.readings[done:stop].tolist(),
+            spans.starts[indices].tolist(),
+            spans.ends[indices].tolist(),
+            spans.readings[indices].tolist(),
             strict=True,
         )
-        done, batch = stop, batch * 8
+        done, batch = done + batch, batch * 8
 
 
 def _first_balanced(text: str, opener: str, closer: str) -> Any:
@@ -308,7 +321,9 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
     When a span fails at position k, a later opener before k of the same reading was read
     by that parse as the start of a value, and parsing it on its own follows the same path:
     if its span reaches past k it fails at k too, so it is skipped unparsed (nested failing
-    spans would otherwise be parsed once per level).
+    spans would otherwise be parsed once per level). Spans that surely fail (a character or a
+    pair of neighbours no JSON value holds) are skipped unparsed too, past the first few
+    (runs of short failing spans would otherwise be parsed one by one).
     """
     first = _first_start_span(text, opener)
     if first is None:
