@@ -39,7 +39,7 @@ def _character_table(characters: str) -> np.ndarray:
 
 def _table(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     # Every character the tables mark is ASCII; all others read as DEL (127), marked by none.
-    return table[np.minimum(codes, 127)]
+    return np.take(table, codes, mode="clip")
 
 
 _WHITESPACE = _character_table(" \t\n\r")

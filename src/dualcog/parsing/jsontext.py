@@ -108,7 +108,8 @@ def call_with_depth_headroom(depth: int, func: Callable[[str], Any], text: str) 
         sys.setrecursionlimit(limit)
 
 
-def _loads_rfc(text: str) -> Any:
+def _decode_rfc(text: str) -> Any:
+    """`text` as one RFC 8259 value, or NOT_JSON; the decoder's RecursionError propagates."""
     try:
         if text and text[0] not in _JSON_WHITESPACE:
             # What JSONDecoder.decode does, minus its Python-level whitespace handling.
@@ -117,7 +118,7 @@ def _loads_rfc(text: str) -> Any:
                 return value
             return NOT_JSON
         return _DECODER.decode(text)
-    except (json.JSONDecodeError, _RejectedConstant, RecursionError, StopIteration):
+    except (json.JSONDecodeError, _RejectedConstant, StopIteration):
         # StopIteration is the scanner's "no value here".
         return NOT_JSON
     except ValueError:
@@ -125,7 +126,14 @@ def _loads_rfc(text: str) -> Any:
         pass
     try:
         return _BIG_INT_DECODER.decode(text)
-    except (ValueError, RecursionError):
+    except ValueError:
+        return NOT_JSON
+
+
+def _loads_rfc(text: str) -> Any:
+    try:
+        return _decode_rfc(text)
+    except RecursionError:
         return NOT_JSON
 
 
@@ -133,6 +141,17 @@ def loads_json(text: str) -> Any:
     """Parse `text` as exactly one RFC 8259 JSON value, or return NOT_JSON."""
     if text.count("[") + text.count("{") <= _SHALLOW_BRACKETS:
         return _loads_rfc(text)
+    # A long text that is not JSON usually fails early, so it is parsed before its depth is
+    # measured (a pass over the whole text): the depth decides only for a value, or when the
+    # decoder ran out of recursion, which headroom for up to MAX_JSON_DEPTH levels prevents.
+    try:
+        value = _decode_rfc(text)
+    except RecursionError:
+        pass
+    else:
+        if value is NOT_JSON or json_depth(text) <= MAX_JSON_DEPTH:
+            return value
+        return NOT_JSON
     depth = json_depth(text)
     if depth > MAX_JSON_DEPTH:
         return NOT_JSON
