@@ -381,13 +381,30 @@ def _value_starts(
 # What a JSON text holds outside its strings (the quote opens one): whitespace, structure,
 # numbers (`-+.eE`, digits) and the letters of `true`, `false`, `null`.
 _OUTSIDE_STRINGS = _character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
-_STRUCTURE = _character_table(",:[{}]")
-# Row: a structural character outside strings; columns: what can come next after whitespace.
-_FOLLOWERS = np.zeros((128, 128), dtype=bool)
-for _before, _after in ((",", _VALUE_START), (":", _VALUE_START), ("[", _ARRAY_NEXT)):
-    _FOLLOWERS[ord(_before)] = _after
-for _before, _allowed in (("{", '"}'), ("}", ",}]"), ("]", ",}]")):
-    _FOLLOWERS[ord(_before)] = _character_table(_allowed)
+
+
+def _followers() -> np.ndarray:
+    """Flat 256 x 256 table, [before << 8 | after]: whether `after` can be the next character
+    (whitespace skipped) after `before` outside strings. Only structural characters limit it."""
+    table = np.ones((256, 256), dtype=bool)
+    rows = {",": _VALUE_START, ":": _VALUE_START, "[": _ARRAY_NEXT}
+    rows |= {"{": _character_table('"}'), "}": _character_table(",}]")}
+    rows["]"] = rows["}"]
+    for before, allowed in rows.items():
+        table[ord(before)] = np.concatenate([allowed, np.zeros(128, dtype=bool)])
+    return table.ravel()
+
+
+_FOLLOWERS = _followers()
+
+
+def _inside_everywhere(strings: _Strings, size: int) -> np.ndarray:
+    """Per position, whether it is inside a string of the main reading (a quote: after it)."""
+    inside = np.zeros(size, dtype=bool)
+    quotes = strings.quotes
+    if len(quotes):
+        inside[quotes[0] :] = np.repeat(strings.inside_after, np.diff(quotes, append=size))
+    return inside
 
 
 def surely_failing(spans: Spans) -> np.ndarray:
@@ -404,26 +421,27 @@ def surely_failing(spans: Spans) -> np.ndarray:
     in the scan), and none of these occurs in valid JSON. Linear: a few passes over the text,
     a search per span.
     """
-    codes, strings = spans.codes, spans.strings
+    codes = spans.codes
     size = len(codes)
-    # Positions bad when read outside a string, inside one, or in both.
-    bad_outside = ~_table(_OUTSIDE_STRINGS, codes)
-    bad_inside = codes < 0x20
-    marked = np.flatnonzero(bad_outside | bad_inside)
-    inside = strings.inside(marked)
-    bad_main = np.zeros(size, dtype=bool)
-    bad_other = np.zeros(size, dtype=bool)
-    bad_main[marked] = np.where(inside, bad_inside[marked], bad_outside[marked])
-    bad_other[marked] = np.where(inside, bad_outside[marked], bad_inside[marked])
-    # Pairs: marked at the follower, under the reading that puts the structural one outside.
-    structure = np.flatnonzero(_table(_STRUCTURE, codes))
-    follower = _Following(codes).position(structure)
-    found = follower >= 0
-    after = np.minimum(codes[np.maximum(follower, 0)], 127)
-    wrong = found & ~_FOLLOWERS[codes[structure], after]
-    wrong_inside = strings.inside(structure[wrong])
-    bad_main[follower[wrong][~wrong_inside]] = True
-    bad_other[follower[wrong][wrong_inside]] = True
+    # Every character the tables mark is ASCII; the others read as DEL (127), like _table.
+    small = codes if codes.dtype == np.uint8 else np.minimum(codes, 127).astype(np.uint8)
+    inside = _inside_everywhere(spans.strings, size)
+    # Marks of what fails a span, under the main reading and the other way round.
+    bad_outside = ~_table(_OUTSIDE_STRINGS, small)
+    bad_inside = small < 0x20
+    bad_main = np.where(inside, bad_inside, bad_outside)
+    bad_other = np.where(inside, bad_outside, bad_inside)
+    # Pairs of neighbours, whitespace left out: marked at the second, under the reading
+    # that puts the first outside strings.
+    blank = _table(_WHITESPACE, small)
+    kept = np.flatnonzero(~blank) if blank.any() else None
+    sequence = small if kept is None else small[kept]
+    pairs = (sequence[:-1].astype(np.uint16) << 8) | sequence[1:]
+    wrong = np.flatnonzero(~np.take(_FOLLOWERS, pairs))
+    first, second = (wrong, wrong + 1) if kept is None else (kept[wrong], kept[wrong + 1])
+    first_inside = inside[first]
+    bad_main[second[~first_inside]] = True
+    bad_other[second[first_inside]] = True
     main_marks, other_marks = np.flatnonzero(bad_main), np.flatnonzero(bad_other)
 
     starts, ends, readings = spans.starts, spans.ends, spans.readings
