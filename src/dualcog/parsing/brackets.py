@@ -380,31 +380,31 @@ def _value_starts(
 
 # What a JSON text holds outside its strings (the quote opens one): whitespace, structure,
 # numbers (`-+.eE`, digits) and the letters of `true`, `false`, `null`.
-_OUTSIDE_STRINGS = _character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
+_BAD_OUTSIDE_STRINGS = ~_character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
 
 
-def _followers() -> np.ndarray:
-    """Flat 256 x 256 table, [before << 8 | after]: whether `after` can be the next character
+def _wrong_pairs() -> np.ndarray:
+    """Flat 256 x 256 table, [before << 8 | after]: whether `after` cannot be the next character
     (whitespace skipped) after `before` outside strings. Only structural characters limit it."""
-    table = np.ones((256, 256), dtype=bool)
+    table = np.zeros((256, 256), dtype=bool)
     rows = {",": _VALUE_START, ":": _VALUE_START, "[": _ARRAY_NEXT}
     rows |= {"{": _character_table('"}'), "}": _character_table(",}]")}
     rows["]"] = rows["}"]
     for before, allowed in rows.items():
-        table[ord(before)] = np.concatenate([allowed, np.zeros(128, dtype=bool)])
+        table[ord(before)] = ~np.concatenate([allowed, np.zeros(128, dtype=bool)])
     return table.ravel()
 
 
-_FOLLOWERS = _followers()
+_WRONG_PAIRS = _wrong_pairs()
 
 
 def _inside_everywhere(strings: _Strings, size: int) -> np.ndarray:
     """Per position, whether it is inside a string of the main reading (a quote: after it)."""
-    inside = np.zeros(size, dtype=bool)
     quotes = strings.quotes
-    if len(quotes):
-        inside[quotes[0] :] = np.repeat(strings.inside_after, np.diff(quotes, append=size))
-    return inside
+    if len(quotes) == 0:
+        return np.zeros(size, dtype=bool)
+    states = np.concatenate([[False], strings.inside_after])
+    return np.repeat(states, np.diff(quotes, prepend=0, append=size))
 
 
 def surely_failing(spans: Spans) -> np.ndarray:
@@ -426,18 +426,23 @@ def surely_failing(spans: Spans) -> np.ndarray:
     # Every character the tables mark is ASCII; the others read as DEL (127), like _table.
     small = codes if codes.dtype == np.uint8 else np.minimum(codes, 127).astype(np.uint8)
     inside = _inside_everywhere(spans.strings, size)
-    # Marks of what fails a span, under the main reading and the other way round.
-    bad_outside = ~_table(_OUTSIDE_STRINGS, small)
-    bad_inside = small < 0x20
-    bad_main = np.where(inside, bad_inside, bad_outside)
-    bad_other = np.where(inside, bad_outside, bad_inside)
+    # Marks of what fails a span, under the main reading (bad outside strings where it is
+    # outside, bad inside where inside) and the other way round; in place, the text is long.
+    bad_main = _table(_BAD_OUTSIDE_STRINGS, small)
+    bad_other = small < 0x20
+    differ = bad_main ^ bad_other
+    differ &= inside
+    bad_main ^= differ
+    bad_other ^= differ
     # Pairs of neighbours, whitespace left out: marked at the second, under the reading
     # that puts the first outside strings.
     blank = _table(_WHITESPACE, small)
     kept = np.flatnonzero(~blank) if blank.any() else None
     sequence = small if kept is None else small[kept]
-    pairs = (sequence[:-1].astype(np.uint16) << 8) | sequence[1:]
-    wrong = np.flatnonzero(~np.take(_FOLLOWERS, pairs))
+    pairs = sequence[:-1].astype(np.uint16)
+    pairs <<= 8
+    pairs |= sequence[1:]
+    wrong = np.flatnonzero(np.take(_WRONG_PAIRS, pairs))
     first, second = (wrong, wrong + 1) if kept is None else (kept[wrong], kept[wrong + 1])
     first_inside = inside[first]
     bad_main[second[~first_inside]] = True
