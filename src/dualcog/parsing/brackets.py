@@ -383,19 +383,49 @@ def _value_starts(
 _BAD_OUTSIDE_STRINGS = ~_character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
 
 
-def _wrong_pairs() -> np.ndarray:
-    """Flat 256 x 256 table, [before << 8 | after]: whether `after` cannot be the next character
-    (whitespace skipped) after `before` outside strings. Only structural characters limit it."""
-    table = np.zeros((256, 256), dtype=bool)
+_DIGITS = "0123456789"
+_ENDS = ",]}"  # what follows a number or literal that ends
+
+
+def _wrong_pairs(spaced: bool) -> np.ndarray:
+    """Flat 256 x 256 table, [before << 8 | after]: whether `after` cannot be the next
+    non-whitespace character after `before` outside strings, `spaced` telling whether
+    whitespace stands between them. Structural characters limit what follows either way;
+    inside a number or literal the next character continues it (`true`, `false`, `null`,
+    digits, `.`, exponent), and once whitespace ends one only `,`, `]` or `}` can come.
+    Quotes and characters bad outside strings limit nothing here."""
     rows = {",": _VALUE_START, ":": _VALUE_START, "[": _ARRAY_NEXT}
-    rows |= {"{": _character_table('"}'), "}": _character_table(",}]")}
+    rows |= {"{": _character_table('"}'), "}": _character_table(_ENDS)}
     rows["]"] = rows["}"]
+    if spaced:
+        scalar = {character: "" for character in _DIGITS + "-+.eEtrufalsn"}
+    else:
+        scalar = {character: _DIGITS + ".eE" for character in _DIGITS}
+        scalar |= {
+            "-": _DIGITS,
+            "+": _DIGITS,
+            ".": _DIGITS,
+            "e": _DIGITS + "+-",
+            "E": _DIGITS + "+-",
+        }
+        scalar |= {"t": "r", "r": "u", "u": "el", "f": "a", "a": "l", "l": "sl", "s": "e", "n": "u"}
+    for character, more in scalar.items():
+        # `e` ends `true` and `false`, `l` ends `null`; a number ends anywhere but after a sign,
+        # point or exponent (those need a digit next).
+        ends = character in _DIGITS + "el" or spaced
+        rows[character] = _character_table(more + (_ENDS if ends else ""))
+    table = np.zeros((256, 256), dtype=bool)
     for before, allowed in rows.items():
         table[ord(before)] = ~np.concatenate([allowed, np.zeros(128, dtype=bool)])
     return table.ravel()
 
 
-_WRONG_PAIRS = _wrong_pairs()
+_WRONG_ADJACENT = _wrong_pairs(spaced=False)
+_WRONG_SPACED = _wrong_pairs(spaced=True)
+# What can stand right before a digit in a number; before it anything else, a `0` begins one,
+# and a number's first digit 0 is its only digit before a point or exponent.
+_NUMBER_BEFORE_DIGIT = _character_table(_DIGITS + ".eE+-")
+_IS_DIGIT = _character_table(_DIGITS)
 
 
 def _inside_everywhere(strings: _Strings, size: int) -> np.ndarray:
@@ -442,7 +472,29 @@ def surely_failing(spans: Spans) -> np.ndarray:
     pairs = sequence[:-1].astype(np.uint16)
     pairs <<= 8
     pairs |= sequence[1:]
-    wrong = np.flatnonzero(np.take(_WRONG_PAIRS, pairs))
+    wrong = np.take(_WRONG_ADJACENT, pairs)
+    adjacent = None
+    if kept is not None:
+        adjacent = np.diff(kept) == 1
+        spaced = np.flatnonzero(~adjacent)
+        wrong[spaced] = np.take(_WRONG_SPACED, pairs[spaced])
+    wrong = np.flatnonzero(wrong)
+    # A leading zero: `0` then a digit, where nothing that can come before a digit in a
+    # number stands right before the `0`.
+    zero = np.flatnonzero(sequence[1:-1] == ord("0")) + 1
+    zero = zero[_table(_IS_DIGIT, sequence[zero + 1])]
+    if adjacent is not None:
+        zero = zero[adjacent[zero]]
+        leading = ~adjacent[zero - 1] | ~_table(_NUMBER_BEFORE_DIGIT, sequence[zero - 1])
+    else:
+        leading = ~_table(_NUMBER_BEFORE_DIGIT, sequence[zero - 1])
+    # `nul` ends: after `ul` only a second `l`, right after it.
+    ul = np.flatnonzero((sequence[:-2] == ord("u")) & (sequence[1:-1] == ord("l"))) + 1
+    ended = sequence[ul + 1] != ord("l")
+    if adjacent is not None:
+        ul = ul[adjacent[ul - 1]]
+        ended = (sequence[ul + 1] != ord("l")) | ~adjacent[ul]
+    wrong = np.concatenate([wrong, zero[leading], ul[ended]])
     first, second = (wrong, wrong + 1) if kept is None else (kept[wrong], kept[wrong + 1])
     first_inside = inside[first]
     bad_main[second[~first_inside]] = True
