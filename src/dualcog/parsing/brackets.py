@@ -446,10 +446,12 @@ def surely_failing(spans: Spans) -> np.ndarray:
     structural character followed (after whitespace) by one that cannot come next in JSON
     (`,` or `:` then no value, `[` then no value or `]`, `{` then no key or `}`, `}` or `]`
     then no `,`, `}` or `]`; a closer ends the span, so its follower is inside it only when
-    the closer is nested). A span that parses is read by the decoder as its scan reads it
-    (outside strings there is no backslash, so every quote there opens or closes a string as
-    in the scan), and none of these occurs in valid JSON. Linear: a few passes over the text,
-    a search per span.
+    the closer is nested), or a number or literal misspelt as far as neighbours tell (`tru]`,
+    `1 2`, `1.]`, `-]`, a leading zero, `nul`). A span that parses is read by the decoder as
+    its scan reads it (outside strings there is no backslash, so every quote there opens or
+    closes a string as in the scan), and none of these occurs in valid JSON. Not caught, so
+    parsed: faults only a longer context shows (`nulll`, `"a" "b"`, a bad escape, `[1}`).
+    Linear: a few passes over the text, a search per span.
     """
     codes = spans.codes
     size = len(codes)
@@ -467,15 +469,19 @@ def surely_failing(spans: Spans) -> np.ndarray:
     # Pairs of neighbours, whitespace left out: marked at the second, under the reading
     # that puts the first outside strings.
     blank = _table(_WHITESPACE, small)
-    kept = np.flatnonzero(~blank) if blank.any() else None
-    sequence = small if kept is None else small[kept]
+    kept = adjacent = None
+    sequence = small
+    if blank.any():
+        filled = ~blank
+        kept = np.flatnonzero(filled)
+        sequence = small[kept]
+        # Whether each kept character's next one is kept too (no 8-byte differences).
+        adjacent = filled[1:][filled[:-1]][: len(kept) - 1]
     pairs = sequence[:-1].astype(np.uint16)
     pairs <<= 8
     pairs |= sequence[1:]
     wrong = np.take(_WRONG_ADJACENT, pairs)
-    adjacent = None
-    if kept is not None:
-        adjacent = np.diff(kept) == 1
+    if adjacent is not None:
         spaced = np.flatnonzero(~adjacent)
         wrong[spaced] = np.take(_WRONG_SPACED, pairs[spaced])
     wrong = np.flatnonzero(wrong)
