@@ -77,22 +77,34 @@ class _Reading:
     positions: np.ndarray  # token positions in text order
     depth_after: np.ndarray  # running depth after each token (text order)
     closer: np.ndarray  # per token: index of the opener's closer, or -1 (closers: -1)
+    order: np.ndarray  # token indices sorted by (level, position)
     sorted_levels: np.ndarray
-    sorted_positions: np.ndarray
-    keys: np.ndarray  # (level - min level) * stride + position, ascending
     min_level: int
     stride: int
+    # (level - min level) * stride + position, ascending, and the positions in that order:
+    # only deep spans and spans read inside strings search by level, so built on first use
+    # (at 16 MiB they are two arrays of 8 bytes per token).
+    _keys: np.ndarray | None = None
+    _sorted_positions: np.ndarray | None = None
+
+    def _by_level(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._keys is None or self._sorted_positions is None:
+            self._sorted_positions = self.positions[self.order]
+            levels = self.sorted_levels.astype(np.int64) - self.min_level
+            self._keys = levels * self.stride + self._sorted_positions
+        return self._keys, self._sorted_positions
 
     def first_at_level(self, levels: np.ndarray, after: np.ndarray) -> np.ndarray:
         """Position of the first token at `levels[i]` past `after[i]`, or -1."""
-        if len(self.keys) == 0:
+        if len(self.order) == 0:
             return np.full(len(levels), -1, dtype=np.int64)
+        keys, sorted_positions = self._by_level()
         offset = levels.astype(np.int64) - self.min_level
         query = np.maximum(offset, 0) * self.stride + after + 1
-        index = np.searchsorted(self.keys, query)
-        inside = np.minimum(index, len(self.keys) - 1)
-        found = (index < len(self.keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
-        return np.where(found, self.sorted_positions[inside], -1)
+        index = np.searchsorted(keys, query)
+        inside = np.minimum(index, len(keys) - 1)
+        found = (index < len(keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
+        return np.where(found, sorted_positions[inside], -1)
 
     def ends(self, tokens: np.ndarray) -> np.ndarray:
         """One past the closer of each opener token, or -1."""
@@ -100,9 +112,14 @@ class _Reading:
         return np.where(closer >= 0, self.positions[np.maximum(closer, 0)] + 1, -1)
 
 
+def _steps(opens: np.ndarray, depth: type[np.signedinteger]) -> np.ndarray:
+    """+1 per opener, -1 per closer, in the depth type (no 8-byte temporary)."""
+    return np.where(opens, depth(1), depth(-1))
+
+
 def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
     depth = _depth_type(stride)
-    depth_after = np.cumsum(np.where(opens, 1, -1).astype(depth), dtype=depth)
+    depth_after = np.cumsum(_steps(opens, depth), dtype=depth)
     levels = np.where(opens, depth_after, depth_after + 1)
     order = _stable_order_by(levels)
     sorted_levels = levels[order]
@@ -112,19 +129,8 @@ def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
         sorted_closer[:-1][closes] = order[1:][closes]
     closer = np.empty_like(sorted_closer)
     closer[order] = sorted_closer
-    sorted_positions = positions[order]
     min_level = int(sorted_levels[0]) if len(order) else 0
-    keys = (sorted_levels.astype(np.int64) - min_level) * stride + sorted_positions
-    return _Reading(
-        positions,
-        depth_after,
-        closer,
-        sorted_levels,
-        sorted_positions,
-        keys,
-        min_level,
-        stride,
-    )
+    return _Reading(positions, depth_after, closer, order, sorted_levels, min_level, stride)
 
 
 def _escaped_quotes(codes: np.ndarray, quotes: np.ndarray) -> np.ndarray:
@@ -246,7 +252,7 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     in_main = ~in_string
     main_opens = opens[in_main]
     depth = _depth_type(size)
-    depth_after = np.cumsum(np.where(main_opens, 1, -1).astype(depth), dtype=depth)
+    depth_after = np.cumsum(_steps(main_opens, depth), dtype=depth)
     if len(depth_after):
         lowest_later = np.empty_like(depth_after)
         lowest_later[:-1] = np.minimum.accumulate(depth_after[:0:-1])[::-1]
@@ -480,31 +486,37 @@ def surely_failing(spans: Spans) -> np.ndarray:
     pairs = sequence[:-1].astype(np.uint16)
     pairs <<= 8
     pairs |= sequence[1:]
+    # Per pair of neighbours (index i: sequence[i], sequence[i + 1]) whether it is wrong;
+    # boolean masks throughout, the text is long.
     wrong = np.take(_WRONG_ADJACENT, pairs)
     if adjacent is not None:
         spaced = np.flatnonzero(~adjacent)
         wrong[spaced] = np.take(_WRONG_SPACED, pairs[spaced])
-    wrong = np.flatnonzero(wrong)
-    # A leading zero: `0` then a digit, where nothing that can come before a digit in a
-    # number stands right before the `0`.
-    zero = np.flatnonzero(sequence[1:-1] == ord("0")) + 1
-    zero = zero[_table(_IS_DIGIT, sequence[zero + 1])]
-    if adjacent is not None:
-        zero = zero[adjacent[zero]]
-        leading = ~adjacent[zero - 1] | ~_table(_NUMBER_BEFORE_DIGIT, sequence[zero - 1])
+    if len(sequence) > 2:
+        # A leading zero: `0`, right after it a digit, and right before it nothing that can
+        # come before a digit in a number (index i: the `0` is sequence[i + 1]).
+        zero = (sequence[1:-1] == ord("0")) & _table(_IS_DIGIT, sequence[2:])
+        begins = ~_table(_NUMBER_BEFORE_DIGIT, sequence[:-2])
+        # `nul` ends: after `ul` only a second `l`, right after it.
+        nul = (sequence[:-2] == ord("u")) & (sequence[1:-1] == ord("l"))
+        ended = sequence[2:] != ord("l")
+        if adjacent is not None:
+            zero &= adjacent[1:]
+            begins |= ~adjacent[:-1]
+            nul &= adjacent[:-1]
+            ended |= ~adjacent[1:]
+        wrong[1:] |= zero & begins
+        wrong[1:] |= nul & ended
+    # Marked at the second of a wrong pair, under the reading that puts the first outside.
+    first_inside = inside[:-1] if kept is None else inside[kept[:-1]]
+    wrong_main = wrong & ~first_inside
+    wrong &= first_inside
+    if kept is None:
+        bad_main[1:] |= wrong_main
+        bad_other[1:] |= wrong
     else:
-        leading = ~_table(_NUMBER_BEFORE_DIGIT, sequence[zero - 1])
-    # `nul` ends: after `ul` only a second `l`, right after it.
-    ul = np.flatnonzero((sequence[:-2] == ord("u")) & (sequence[1:-1] == ord("l"))) + 1
-    ended = sequence[ul + 1] != ord("l")
-    if adjacent is not None:
-        ul = ul[adjacent[ul - 1]]
-        ended = (sequence[ul + 1] != ord("l")) | ~adjacent[ul]
-    wrong = np.concatenate([wrong, zero[leading], ul[ended]])
-    first, second = (wrong, wrong + 1) if kept is None else (kept[wrong], kept[wrong + 1])
-    first_inside = inside[first]
-    bad_main[second[~first_inside]] = True
-    bad_other[second[first_inside]] = True
+        bad_main[kept[1:][wrong_main]] = True
+        bad_other[kept[1:][wrong]] = True
     main_marks, other_marks = np.flatnonzero(bad_main), np.flatnonzero(bad_other)
 
     starts, ends, readings = spans.starts, spans.ends, spans.readings
