@@ -31,6 +31,10 @@ def _depth_type(size: int) -> type[np.signedinteger]:
     return np.int32 if size < 2**31 else np.int64
 
 
+def _index_type(size: int) -> type[np.signedinteger]:
+    return np.int32 if size < 2**31 - 2 else np.int64
+
+
 def _character_table(characters: str) -> np.ndarray:
     table = np.zeros(128, dtype=bool)
     table[list(map(ord, characters))] = True
@@ -123,7 +127,7 @@ def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
     levels = np.where(opens, depth_after, depth_after + 1)
     order = _stable_order_by(levels)
     sorted_levels = levels[order]
-    sorted_closer = np.full(len(order), -1, dtype=np.int64)
+    sorted_closer = np.full(len(order), -1, dtype=_index_type(len(order)))
     if len(order) > 1:
         closes = opens[order][:-1] & (sorted_levels[1:] == sorted_levels[:-1])
         sorted_closer[:-1][closes] = order[1:][closes]
@@ -239,7 +243,8 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     deep_tokens = 2 * (max_height + 1)
 
     is_opener = codes == opener_code
-    positions = np.flatnonzero(is_opener | (codes == closer_code))
+    # Token positions in 4 bytes where they fit: at 16 MiB every array per token counts.
+    positions = np.flatnonzero(is_opener | (codes == closer_code)).astype(_index_type(size))
     opens = is_opener[positions]
     strings = _main_strings(codes)
     in_string = strings.inside(positions)
