@@ -33,8 +33,11 @@ from dualcog.parsing import (
     remove_reasoning,
 )
 from dualcog.parsing.jsontext import (
+    _SHALLOW_BRACKETS,
     BEYOND_EXACT_DIGITS,
     MAX_JSON_DEPTH,
+    _loads_rfc,
+    call_with_depth_headroom,
     int_of_any_size,
     json_depth,
 )
@@ -215,6 +218,48 @@ def test_no_depth_raises_in_any_mode(text):
     parse_behavior_modes(text, OFFERED)
     parse_visibility_modes(text)
     parse_image_legacy(text)
+
+
+def _depth_first_loads(text: str) -> object:
+    # loads_json as it was: the depth measured first, then the parse with headroom.
+    if text.count("[") + text.count("{") <= _SHALLOW_BRACKETS:
+        return _loads_rfc(text)
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        return NOT_JSON
+    return call_with_depth_headroom(depth, _loads_rfc, text)
+
+
+def _with_room(room: int | None, func, text: str) -> object:
+    """`func(text)` called with only `room` frames left under the recursion limit (None: here)."""
+    if room is None:
+        return func(text)
+    used, frame = 0, sys._getframe()
+    while frame is not None:
+        used, frame = used + 1, frame.f_back
+    return _down(sys.getrecursionlimit() - used - room, func, text)
+
+
+def _down(frames: int, func, text: str) -> object:
+    return func(text) if frames <= 0 else _down(frames - 1, func, text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 1200),
+    st.sampled_from(["", "x", "]", ",1", " ", '"']),
+    st.sampled_from(["[", '{"a":', '[{"b":']),
+    st.sampled_from([None, 60, 400]),
+)
+def test_long_texts_parse_before_their_depth_is_measured(depth, junk, opener, room):
+    # Parsing first gives the depth-first result at every depth, valid or not, also with
+    # little room on the stack (the decoder runs out of recursion and is given headroom).
+    closer = "]" if opener == "[" else ("}" if opener.startswith("{") else "}]")
+    inner = "[" * depth + "1" + "]" * depth
+    for text in (inner + junk, (opener + inner) * 2 + junk, junk + inner):
+        assert _with_room(room, loads_json, text) == _with_room(room, _depth_first_loads, text)
+    wrapped = opener + inner + closer
+    assert _with_room(room, loads_json, wrapped) == _with_room(room, _depth_first_loads, wrapped)
 
 
 def test_numbers_beyond_the_double_range_are_non_finite():

@@ -19,7 +19,7 @@ is the next token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +31,10 @@ def _depth_type(size: int) -> type[np.signedinteger]:
     return np.int32 if size < 2**31 else np.int64
 
 
+def _index_type(size: int) -> type[np.signedinteger]:
+    return np.int32 if size < 2**31 - 2 else np.int64
+
+
 def _character_table(characters: str) -> np.ndarray:
     table = np.zeros(128, dtype=bool)
     table[list(map(ord, characters))] = True
@@ -39,7 +43,7 @@ def _character_table(characters: str) -> np.ndarray:
 
 def _table(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     # Every character the tables mark is ASCII; all others read as DEL (127), marked by none.
-    return table[np.minimum(codes, 127)]
+    return np.take(table, codes, mode="clip")
 
 
 _WHITESPACE = _character_table(" \t\n\r")
@@ -77,22 +81,34 @@ class _Reading:
     positions: np.ndarray  # token positions in text order
     depth_after: np.ndarray  # running depth after each token (text order)
     closer: np.ndarray  # per token: index of the opener's closer, or -1 (closers: -1)
+    order: np.ndarray  # token indices sorted by (level, position)
     sorted_levels: np.ndarray
-    sorted_positions: np.ndarray
-    keys: np.ndarray  # (level - min level) * stride + position, ascending
     min_level: int
     stride: int
+    # (level - min level) * stride + position, ascending, and the positions in that order:
+    # only deep spans and spans read inside strings search by level, so built on first use
+    # (at 16 MiB they are two arrays of 8 bytes per token).
+    _keys: np.ndarray | None = None
+    _sorted_positions: np.ndarray | None = None
+
+    def _by_level(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._keys is None or self._sorted_positions is None:
+            self._sorted_positions = self.positions[self.order]
+            levels = self.sorted_levels.astype(np.int64) - self.min_level
+            self._keys = levels * self.stride + self._sorted_positions
+        return self._keys, self._sorted_positions
 
     def first_at_level(self, levels: np.ndarray, after: np.ndarray) -> np.ndarray:
         """Position of the first token at `levels[i]` past `after[i]`, or -1."""
-        if len(self.keys) == 0:
+        if len(self.order) == 0:
             return np.full(len(levels), -1, dtype=np.int64)
+        keys, sorted_positions = self._by_level()
         offset = levels.astype(np.int64) - self.min_level
         query = np.maximum(offset, 0) * self.stride + after + 1
-        index = np.searchsorted(self.keys, query)
-        inside = np.minimum(index, len(self.keys) - 1)
-        found = (index < len(self.keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
-        return np.where(found, self.sorted_positions[inside], -1)
+        index = np.searchsorted(keys, query)
+        inside = np.minimum(index, len(keys) - 1)
+        found = (index < len(keys)) & (offset >= 0) & (self.sorted_levels[inside] == levels)
+        return np.where(found, sorted_positions[inside], -1)
 
     def ends(self, tokens: np.ndarray) -> np.ndarray:
         """One past the closer of each opener token, or -1."""
@@ -100,31 +116,25 @@ class _Reading:
         return np.where(closer >= 0, self.positions[np.maximum(closer, 0)] + 1, -1)
 
 
+def _steps(opens: np.ndarray, depth: type[np.signedinteger]) -> np.ndarray:
+    """+1 per opener, -1 per closer, in the depth type (no 8-byte temporary)."""
+    return np.where(opens, depth(1), depth(-1))
+
+
 def _reading(positions: np.ndarray, opens: np.ndarray, stride: int) -> _Reading:
     depth = _depth_type(stride)
-    depth_after = np.cumsum(np.where(opens, 1, -1).astype(depth), dtype=depth)
+    depth_after = np.cumsum(_steps(opens, depth), dtype=depth)
     levels = np.where(opens, depth_after, depth_after + 1)
     order = _stable_order_by(levels)
     sorted_levels = levels[order]
-    sorted_closer = np.full(len(order), -1, dtype=np.int64)
+    sorted_closer = np.full(len(order), -1, dtype=_index_type(len(order)))
     if len(order) > 1:
         closes = opens[order][:-1] & (sorted_levels[1:] == sorted_levels[:-1])
         sorted_closer[:-1][closes] = order[1:][closes]
     closer = np.empty_like(sorted_closer)
     closer[order] = sorted_closer
-    sorted_positions = positions[order]
     min_level = int(sorted_levels[0]) if len(order) else 0
-    keys = (sorted_levels.astype(np.int64) - min_level) * stride + sorted_positions
-    return _Reading(
-        positions,
-        depth_after,
-        closer,
-        sorted_levels,
-        sorted_positions,
-        keys,
-        min_level,
-        stride,
-    )
+    return _Reading(positions, depth_after, closer, order, sorted_levels, min_level, stride)
 
 
 def _escaped_quotes(codes: np.ndarray, quotes: np.ndarray) -> np.ndarray:
@@ -152,16 +162,27 @@ def _inside_after_quotes(escaped: np.ndarray) -> np.ndarray:
     return np.where(last_escaped >= 0, since % 2 == 0, since % 2 == 1)
 
 
-def _in_main_strings(codes: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(whether each position is inside a string of the main reading, quotes, escaped)."""
+@dataclass(frozen=True, slots=True)
+class _Strings:
+    """The main reading's strings: its quotes, which are escaped, whether inside after each."""
+
+    quotes: np.ndarray
+    escaped: np.ndarray
+    inside_after: np.ndarray
+
+    def inside(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each (non-quote) position is inside a string of the main reading."""
+        if len(self.quotes) == 0:
+            return np.zeros(len(positions), dtype=bool)
+        last_quote = np.searchsorted(self.quotes, positions) - 1
+        return (last_quote >= 0) & self.inside_after[np.maximum(last_quote, 0)]
+
+
+def _main_strings(codes: np.ndarray) -> _Strings:
     quotes = np.flatnonzero(codes == _QUOTE)
     escaped = _escaped_quotes(codes, quotes)
-    in_string = np.zeros(len(positions), dtype=bool)
-    if len(quotes):
-        last_quote = np.searchsorted(quotes, positions) - 1
-        inside = _inside_after_quotes(escaped)
-        in_string = (last_quote >= 0) & inside[np.maximum(last_quote, 0)]
-    return in_string, quotes, escaped
+    inside_after = _inside_after_quotes(escaped) if len(quotes) else escaped
+    return _Strings(quotes, escaped, inside_after)
 
 
 _BRACKET_CODES = tuple(map(ord, "[]{}"))
@@ -176,7 +197,7 @@ def deepest_nesting(text: str) -> int:
     positions = np.flatnonzero(is_bracket)
     if len(positions) == 0:
         return 0
-    in_string, _, _ = _in_main_strings(codes, positions)
+    in_string = _main_strings(codes).inside(positions)
     brackets = codes[positions[~in_string]]
     if len(brackets) == 0:
         return 0
@@ -207,6 +228,10 @@ class Spans:
     starts: np.ndarray
     ends: np.ndarray
     readings: np.ndarray
+    # What the scan learnt of the text, for surely_failing.
+    codes: np.ndarray = field(repr=False, compare=False)
+    strings: _Strings = field(repr=False, compare=False)
+    escaped_at: np.ndarray = field(repr=False, compare=False)
 
 
 def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Spans:
@@ -218,18 +243,21 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
     deep_tokens = 2 * (max_height + 1)
 
     is_opener = codes == opener_code
-    positions = np.flatnonzero(is_opener | (codes == closer_code))
+    # Token positions in 4 bytes where they fit: at 16 MiB every array per token counts.
+    positions = np.flatnonzero(is_opener | (codes == closer_code)).astype(_index_type(size))
     opens = is_opener[positions]
-    in_string, quotes, escaped = _in_main_strings(codes, positions)
-    escaped_at = quotes[escaped]
-    is_start = _value_starts(codes, is_opener, opener_code, quotes[~escaped])[positions]
+    strings = _main_strings(codes)
+    in_string = strings.inside(positions)
+    escaped_at = strings.quotes[strings.escaped]
+    is_start = _value_starts(codes, is_opener, opener_code, strings.quotes[~strings.escaped])
+    is_start = is_start[positions]
 
     # The main reading without its openers that never close (nothing after them falls back
     # to their depth): they are no candidates, and every other token keeps its match.
     in_main = ~in_string
     main_opens = opens[in_main]
     depth = _depth_type(size)
-    depth_after = np.cumsum(np.where(main_opens, 1, -1).astype(depth), dtype=depth)
+    depth_after = np.cumsum(_steps(main_opens, depth), dtype=depth)
     if len(depth_after):
         lowest_later = np.empty_like(depth_after)
         lowest_later[:-1] = np.minimum.accumulate(depth_after[:0:-1])[::-1]
@@ -284,7 +312,7 @@ def balanced_spans(text: str, opener: str, closer: str, max_height: int) -> Span
         readings = np.concatenate([readings, region + 1])
         order = np.argsort(starts, kind="stable")
         starts, ends, readings = starts[order], ends[order], readings[order]
-    return Spans(starts, ends, readings)
+    return Spans(starts, ends, readings, codes, strings, escaped_at)
 
 
 def _reaches(
@@ -357,3 +385,156 @@ def _value_starts(
         value = np.where(colon_ok, following.position(colon), -1)
         starts[keyed[following.is_one_of(_VALUE_START, value)]] = True
     return starts
+
+
+# --- spans that surely fail to parse --------------------------------------------------------
+
+# What a JSON text holds outside its strings (the quote opens one): whitespace, structure,
+# numbers (`-+.eE`, digits) and the letters of `true`, `false`, `null`.
+_BAD_OUTSIDE_STRINGS = ~_character_table(' \t\n\r{}[]:,"0123456789-+.eEtruefalsn')
+
+
+_DIGITS = "0123456789"
+_ENDS = ",]}"  # what follows a number or literal that ends
+
+
+def _wrong_pairs(spaced: bool) -> np.ndarray:
+    """Flat 256 x 256 table, [before << 8 | after]: whether `after` cannot be the next
+    non-whitespace character after `before` outside strings, `spaced` telling whether
+    whitespace stands between them. Structural characters limit what follows either way;
+    inside a number or literal the next character continues it (`true`, `false`, `null`,
+    digits, `.`, exponent), and once whitespace ends one only `,`, `]` or `}` can come.
+    Quotes and characters bad outside strings limit nothing here."""
+    rows = {",": _VALUE_START, ":": _VALUE_START, "[": _ARRAY_NEXT}
+    rows |= {"{": _character_table('"}'), "}": _character_table(_ENDS)}
+    rows["]"] = rows["}"]
+    if spaced:
+        scalar = {character: "" for character in _DIGITS + "-+.eEtrufalsn"}
+    else:
+        scalar = {character: _DIGITS + ".eE" for character in _DIGITS}
+        scalar |= {
+            "-": _DIGITS,
+            "+": _DIGITS,
+            ".": _DIGITS,
+            "e": _DIGITS + "+-",
+            "E": _DIGITS + "+-",
+        }
+        scalar |= {"t": "r", "r": "u", "u": "el", "f": "a", "a": "l", "l": "sl", "s": "e", "n": "u"}
+    for character, more in scalar.items():
+        # `e` ends `true` and `false`, `l` ends `null`; a number ends anywhere but after a sign,
+        # point or exponent (those need a digit next).
+        ends = character in _DIGITS + "el" or spaced
+        rows[character] = _character_table(more + (_ENDS if ends else ""))
+    table = np.zeros((256, 256), dtype=bool)
+    for before, allowed in rows.items():
+        table[ord(before)] = ~np.concatenate([allowed, np.zeros(128, dtype=bool)])
+    return table.ravel()
+
+
+_WRONG_ADJACENT = _wrong_pairs(spaced=False)
+_WRONG_SPACED = _wrong_pairs(spaced=True)
+# What can stand right before a digit in a number; before it anything else, a `0` begins one,
+# and a number's first digit 0 is its only digit before a point or exponent.
+_NUMBER_BEFORE_DIGIT = _character_table(_DIGITS + ".eE+-")
+_IS_DIGIT = _character_table(_DIGITS)
+
+
+def _inside_everywhere(strings: _Strings, size: int) -> np.ndarray:
+    """Per position, whether it is inside a string of the main reading (a quote: after it)."""
+    quotes = strings.quotes
+    if len(quotes) == 0:
+        return np.zeros(size, dtype=bool)
+    states = np.concatenate([[False], strings.inside_after])
+    return np.repeat(states, np.diff(quotes, prepend=0, append=size))
+
+
+def surely_failing(spans: Spans) -> np.ndarray:
+    """Whether each span surely fails to parse as one JSON value, decided without parsing.
+
+    A span fails when, as the scan from its opener reads the text, it holds past its opener
+    a character no JSON text has outside strings (any letter but those of `true`, `false`,
+    `null` and exponents, a backslash, non-ASCII), a control character inside a string, or a
+    structural character followed (after whitespace) by one that cannot come next in JSON
+    (`,` or `:` then no value, `[` then no value or `]`, `{` then no key or `}`, `}` or `]`
+    then no `,`, `}` or `]`; a closer ends the span, so its follower is inside it only when
+    the closer is nested), or a number or literal misspelt as far as neighbours tell (`tru]`,
+    `1 2`, `1.]`, `-]`, a leading zero, `nul`). A span that parses is read by the decoder as
+    its scan reads it (outside strings there is no backslash, so every quote there opens or
+    closes a string as in the scan), and none of these occurs in valid JSON. Not caught, so
+    parsed: faults only a longer context shows (`nulll`, `"a" "b"`, a bad escape, `[1}`).
+    Linear: a few passes over the text, a search per span.
+    """
+    codes = spans.codes
+    size = len(codes)
+    # Every character the tables mark is ASCII; the others read as DEL (127), like _table.
+    small = codes if codes.dtype == np.uint8 else np.minimum(codes, 127).astype(np.uint8)
+    inside = _inside_everywhere(spans.strings, size)
+    # Marks of what fails a span, under the main reading (bad outside strings where it is
+    # outside, bad inside where inside) and the other way round; in place, the text is long.
+    bad_main = _table(_BAD_OUTSIDE_STRINGS, small)
+    bad_other = small < 0x20
+    differ = bad_main ^ bad_other
+    differ &= inside
+    bad_main ^= differ
+    bad_other ^= differ
+    # Pairs of neighbours, whitespace left out: marked at the second, under the reading
+    # that puts the first outside strings.
+    blank = _table(_WHITESPACE, small)
+    kept = adjacent = None
+    sequence = small
+    if blank.any():
+        filled = ~blank
+        kept = np.flatnonzero(filled)
+        sequence = small[kept]
+        # Whether each kept character's next one is kept too (no 8-byte differences).
+        adjacent = filled[1:][filled[:-1]][: len(kept) - 1]
+    pairs = sequence[:-1].astype(np.uint16)
+    pairs <<= 8
+    pairs |= sequence[1:]
+    # Per pair of neighbours (index i: sequence[i], sequence[i + 1]) whether it is wrong;
+    # boolean masks throughout, the text is long.
+    wrong = np.take(_WRONG_ADJACENT, pairs)
+    if adjacent is not None:
+        spaced = np.flatnonzero(~adjacent)
+        wrong[spaced] = np.take(_WRONG_SPACED, pairs[spaced])
+    if len(sequence) > 2:
+        # A leading zero: `0`, right after it a digit, and right before it nothing that can
+        # come before a digit in a number (index i: the `0` is sequence[i + 1]).
+        zero = (sequence[1:-1] == ord("0")) & _table(_IS_DIGIT, sequence[2:])
+        begins = ~_table(_NUMBER_BEFORE_DIGIT, sequence[:-2])
+        # `nul` ends: after `ul` only a second `l`, right after it.
+        nul = (sequence[:-2] == ord("u")) & (sequence[1:-1] == ord("l"))
+        ended = sequence[2:] != ord("l")
+        if adjacent is not None:
+            zero &= adjacent[1:]
+            begins |= ~adjacent[:-1]
+            nul &= adjacent[:-1]
+            ended |= ~adjacent[1:]
+        wrong[1:] |= zero & begins
+        wrong[1:] |= nul & ended
+    # Marked at the second of a wrong pair, under the reading that puts the first outside.
+    first_inside = inside[:-1] if kept is None else inside[kept[:-1]]
+    wrong_main = wrong & ~first_inside
+    wrong &= first_inside
+    if kept is None:
+        bad_main[1:] |= wrong_main
+        bad_other[1:] |= wrong
+    else:
+        bad_main[kept[1:][wrong_main]] = True
+        bad_other[kept[1:][wrong]] = True
+    main_marks, other_marks = np.flatnonzero(bad_main), np.flatnonzero(bad_other)
+
+    starts, ends, readings = spans.starts, spans.ends, spans.readings
+    first_main = _next_in(main_marks, starts)
+    failing = (first_main >= 0) & (first_main < ends)
+    other = np.flatnonzero(readings > 0)
+    if len(other):
+        # Read the other way round up to the next escaped quote, like the main reading after.
+        region_ends = np.append(spans.escaped_at, size)[readings[other] - 1]
+        first_other = _next_in(other_marks, starts[other])
+        before = np.minimum(ends[other], region_ends + 1)
+        first_main = _next_in(main_marks, region_ends)
+        failing[other] = ((first_other >= 0) & (first_other < before)) | (
+            (first_main >= 0) & (first_main < ends[other])
+        )
+    return failing

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting
+import numpy as np
+
+from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting, surely_failing
 
 
 class _NotJson:
@@ -106,7 +108,8 @@ def call_with_depth_headroom(depth: int, func: Callable[[str], Any], text: str) 
         sys.setrecursionlimit(limit)
 
 
-def _loads_rfc(text: str) -> Any:
+def _decode_rfc(text: str) -> Any:
+    """`text` as one RFC 8259 value, or NOT_JSON; the decoder's RecursionError propagates."""
     try:
         if text and text[0] not in _JSON_WHITESPACE:
             # What JSONDecoder.decode does, minus its Python-level whitespace handling.
@@ -115,7 +118,7 @@ def _loads_rfc(text: str) -> Any:
                 return value
             return NOT_JSON
         return _DECODER.decode(text)
-    except (json.JSONDecodeError, _RejectedConstant, RecursionError, StopIteration):
+    except (json.JSONDecodeError, _RejectedConstant, StopIteration):
         # StopIteration is the scanner's "no value here".
         return NOT_JSON
     except ValueError:
@@ -123,7 +126,14 @@ def _loads_rfc(text: str) -> Any:
         pass
     try:
         return _BIG_INT_DECODER.decode(text)
-    except (ValueError, RecursionError):
+    except ValueError:
+        return NOT_JSON
+
+
+def _loads_rfc(text: str) -> Any:
+    try:
+        return _decode_rfc(text)
+    except RecursionError:
         return NOT_JSON
 
 
@@ -131,6 +141,17 @@ def loads_json(text: str) -> Any:
     """Parse `text` as exactly one RFC 8259 JSON value, or return NOT_JSON."""
     if text.count("[") + text.count("{") <= _SHALLOW_BRACKETS:
         return _loads_rfc(text)
+    # A long text that is not JSON usually fails early, so it is parsed before its depth is
+    # measured (a pass over the whole text): the depth decides only for a value, or when the
+    # decoder ran out of recursion, which headroom for up to MAX_JSON_DEPTH levels prevents.
+    try:
+        value = _decode_rfc(text)
+    except RecursionError:
+        pass
+    else:
+        if value is NOT_JSON or json_depth(text) <= MAX_JSON_DEPTH:
+            return value
+        return NOT_JSON
     depth = json_depth(text)
     if depth > MAX_JSON_DEPTH:
         return NOT_JSON
@@ -286,18 +307,29 @@ def _parse_span(candidate: str) -> tuple[Any, int]:
     return call_with_depth_headroom(depth, _scan_span, candidate)
 
 
+# The first this many spans are parsed without the check for spans that surely fail: most
+# texts stop within them, and the check costs passes over the whole text.
+_UNCHECKED_SPANS = 64
+
+
 def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
-    """The spans as Python ints, converted a growing batch at a time (most texts stop early)."""
+    """The spans as Python ints, a growing batch at a time (most texts stop early); past the
+    first _UNCHECKED_SPANS, only those that may parse (parsing.brackets.surely_failing)."""
+    chosen = np.arange(min(_UNCHECKED_SPANS, len(spans.starts)))
+    if len(spans.starts) > _UNCHECKED_SPANS:
+        later = ~surely_failing(spans)
+        later[:_UNCHECKED_SPANS] = False
+        chosen = np.concatenate([chosen, np.flatnonzero(later)])
     done, batch = 0, 64
-    while done < len(spans.starts):
-        stop = done + batch
+    while done < len(chosen):
+        indices = chosen[done : done + batch]
         yield from zip(
-            spans.starts[done:stop].tolist(),
-            spans.ends[done:stop].tolist(),
-            spans.readings[done:stop].tolist(),
+            spans.starts[indices].tolist(),
+            spans.ends[indices].tolist(),
+            spans.readings[indices].tolist(),
             strict=True,
         )
-        done, batch = stop, batch * 8
+        done, batch = done + batch, batch * 8
 
 
 def _first_balanced(text: str, opener: str, closer: str) -> Any:
@@ -308,7 +340,9 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
     When a span fails at position k, a later opener before k of the same reading was read
     by that parse as the start of a value, and parsing it on its own follows the same path:
     if its span reaches past k it fails at k too, so it is skipped unparsed (nested failing
-    spans would otherwise be parsed once per level).
+    spans would otherwise be parsed once per level). Spans that surely fail (a character or a
+    pair of neighbours no JSON value holds) are skipped unparsed too, past the first few
+    (runs of short failing spans would otherwise be parsed one by one).
     """
     first = _first_start_span(text, opener)
     if first is None:
