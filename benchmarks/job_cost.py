@@ -63,6 +63,8 @@ def model_names(run: Path) -> list[str]:
 def outputs(workdir: Path, models: list[str], collect: bool) -> list[str]:
     paths = [f"results/prompts/{p.name}" for p in sorted((workdir / "results/prompts").iterdir())]
     for m in models:
+        responses = workdir / "results/responses" / m
+        paths += [f"results/responses/{m}/{p.name}" for p in sorted(responses.glob("*.parquet"))]
         paths += [f"results/parsed/{m}.parquet", f"results/parsed/{m}.run.json",
                   f"results/scores/{m}.parquet", f"results/metrics/by_model/{m}.parquet",
                   f"results/metrics/intervals_by_model/{m}.parquet"]  # fmt: skip

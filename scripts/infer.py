@@ -1,22 +1,30 @@
-"""Snakemake adapter: prompts of one request kind -> raw responses of one model."""
+"""Snakemake adapter: prompts of one request kind -> raw responses of one model.
 
+Arrow in and out (`run_model_table`): no pandas frame is built, so a job of an offline
+backend never imports pandas (tests/test_lean_jobs.py checks).
+"""
+
+from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
+
+from dualcog.arrow_rows import column_array
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
 from dualcog.errors import DualCogError
-from dualcog.inference import run_model
+from dualcog.inference import run_model_table
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import missing_media
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import RESPONSES, read_frame, write_table
+from dualcog.schemas import RESPONSES, read_arrow, write_table
 from dualcog.sharding import select_shard, shard_label
 
 
-def require_media(prompts, store):
+def require_media(prompts: pa.Table, store: str) -> None:
     """The media store is a cache beside Snakemake's outputs: say how to refill it."""
-    keys = [k for ks in prompts["media_keys"] for k in ks]
-    kinds = [k for ks in prompts["media_kinds"] for k in ks]
+    keys = [k for ks in prompts.column("media_keys").to_pylist() for k in ks or ()]
+    kinds = [k for ks in prompts.column("media_kinds").to_pylist() for k in ks or ()]
     missing = missing_media(store, keys, kinds)
     if missing:
         raise DualCogError(
@@ -25,13 +33,19 @@ def require_media(prompts, store):
         )
 
 
+def task_samples(samples: pa.Table, task: str) -> pa.Table:
+    # The mask built from buffers: `pa.array`, or comparing to a string in pyarrow.compute,
+    # would import pandas (dualcog.arrow_rows).
+    mask = [t == task for t in samples.column("task").to_pylist()]
+    return samples.filter(column_array(mask, pa.bool_(), "task"))
+
+
 def main(sm):
     config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     task = sm.wildcards.task
-    prompts = read_frame(sm.input.prompts)
-    samples = read_frame(sm.input.samples)
-    samples = samples[samples["task"] == task]
+    prompts = read_arrow(sm.input.prompts)
+    samples = task_samples(read_arrow(sm.input.samples), task)
     label = task
     if hasattr(sm.wildcards, "shard"):  # rule infer_shard (rules/shards.smk)
         shard, shards = int(sm.wildcards.shard), int(sm.wildcards.shards)
@@ -42,7 +56,7 @@ def main(sm):
     )
     if backend_of(model).sends_media:
         require_media(prompts, sm.params.media_store)
-    responses = run_model(
+    responses = run_model_table(
         model,
         prompts,
         samples,
@@ -50,7 +64,8 @@ def main(sm):
         Path(sm.params.cache_dir),
         progress=progress_logger(),  # the engine's lines start with model/task already
     )
-    log.info("status counts: %s", responses["status"].value_counts().to_dict())
+    statuses = responses.column("status").to_pylist()
+    log.info("status counts: %s", dict(Counter(statuses).most_common()))
     outcome = record_outcome(model, label, responses, sm.params.cache_dir)
     if outcome is not None and outcome.failed:
         # The cache already holds every answer received: a rerun sends only the failures.

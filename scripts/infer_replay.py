@@ -1,26 +1,29 @@
 """Snakemake adapter: one run of a backend that runs per model (replay: its recorded files)
--> its responses for every task."""
+-> its responses for every task. Arrow in and out: the job never imports pandas."""
+
+from collections import Counter
 
 from dualcog.config import model_by_name
-from dualcog.inference import run_per_model
+from dualcog.inference import run_per_model_tables
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import RESPONSES, read_frame, write_table
+from dualcog.schemas import RESPONSES, read_arrow, write_table
 
 
 def main(sm):
     config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     tasks = list(sm.params.tasks)
-    prompts = {task: read_frame(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}
+    prompts = {task: read_arrow(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}
     log.info(
         "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
         ", ".join(tasks),
     )  # fmt: skip
-    responses = run_per_model(model, prompts, progress=progress_logger())
+    responses = run_per_model_tables(model, prompts, progress=progress_logger())
     for task, output in zip(tasks, sm.output, strict=True):
-        frame = responses[task]
-        log.info("%s: status counts %s", task, frame["status"].value_counts().to_dict())
-        write_table(frame, RESPONSES, output)
+        table = responses[task]
+        counts = Counter(table.column("status").to_pylist()).most_common()
+        log.info("%s: status counts %s", task, dict(counts))
+        write_table(table, RESPONSES, output)
 
 
 run_step(snakemake, main)  # noqa: F821

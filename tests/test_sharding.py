@@ -55,8 +55,8 @@ def test_shard_bounds_hand_computed() -> None:
 
 
 def test_select_shard_keeps_prompt_order() -> None:
-    prompts = pd.DataFrame({"sample_id": list("abcdefg")})
-    parts = [select_shard(prompts, i, 3)["sample_id"].tolist() for i in (1, 2, 3)]
+    prompts = pa.table({"sample_id": list("abcdefg")})
+    parts = [select_shard(prompts, i, 3)["sample_id"].to_pylist() for i in (1, 2, 3)]
     assert parts == [["a", "b", "c"], ["d", "e"], ["f", "g"]]
 
 

@@ -19,19 +19,18 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dualcog.errors import ConfigError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 @dataclass(frozen=True)
 class RunInputs:
     """What a runner may read besides the model and its prompts."""
 
-    samples: pd.DataFrame  # the samples of the prompts' tasks (gold-aware backends read them)
+    # The SAMPLES rows of the prompts' tasks (gold-aware backends read them): Arrow's
+    # `to_pylist()` rows, or a frame's records (whose list cells are numpy arrays).
+    samples: list[dict[str, Any]]
     media_store: Path  # prepared images and videos (backends that send media)
     cache_dir: Path  # response caches, budgets and outcomes
     progress: Callable[[str], None] | None = None

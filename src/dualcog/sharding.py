@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
 from dualcog.errors import DualCogError
@@ -37,9 +36,9 @@ def shard_bounds(total: int, shard: int, shards: int) -> tuple[int, int]:
     return start, start + base + (1 if shard <= extra else 0)
 
 
-def select_shard(prompts: pd.DataFrame, shard: int, shards: int) -> pd.DataFrame:
+def select_shard(prompts: pa.Table, shard: int, shards: int) -> pa.Table:
     start, stop = shard_bounds(len(prompts), shard, shards)
-    return prompts.iloc[start:stop].reset_index(drop=True)
+    return prompts.slice(start, stop - start)
 
 
 def shard_label(task: str, shard: int, shards: int) -> str:

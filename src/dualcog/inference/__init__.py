@@ -7,7 +7,12 @@ from dualcog.config import NON_ANSWER_KEYS
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
-from dualcog.inference.runner import run_model, run_per_model
+from dualcog.inference.runner import (
+    run_model,
+    run_model_table,
+    run_per_model,
+    run_per_model_tables,
+)
 from dualcog.routes import split_mode
 
 __all__ = [
@@ -21,6 +26,8 @@ __all__ = [
     "answer_settings_json",
     "request_settings",
     "run_model",
+    "run_model_table",
     "run_per_model",
+    "run_per_model_tables",
     "split_mode",
 ]

@@ -354,7 +354,7 @@ def _run_offline(
 ) -> list[dict[str, Any]]:
     """One `ok` row per prompt row, its text made from the prompt and its sample."""
     name = str(model["name"])
-    by_id = {row["sample_id"]: row for row in inputs.samples.to_dict(orient="records")}
+    by_id = {row["sample_id"]: row for row in inputs.samples}
     tasks = "+".join(dict.fromkeys(str(row["task"]) for row in prompt_rows)) or model["backend"]
     reporter = ProgressReporter(f"{name}/{tasks}", len(prompt_rows), inputs.progress)
     rows = []

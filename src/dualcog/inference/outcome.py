@@ -164,20 +164,25 @@ def assess(
     )
 
 
+def _column(responses: Any, name: str) -> list:
+    values = responses[name]  # an Arrow column (whose items are Arrow scalars) or a Series
+    return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
 def record_outcome(
     model: Mapping[str, Any], task: str, responses: Any, cache_dir: Path | str
 ) -> JobOutcome | None:
-    """For a job of a backend that counts failures: assess its responses frame, write the
-    outcome beside the cache and log what failed. The caller raises `InferenceFailed` when
-    `outcome.failed`, before writing its output, so that a plain rerun retries the failed
-    requests."""
+    """For a job of a backend that counts failures: assess its responses (an Arrow table or a
+    pandas frame), write the outcome beside the cache and log what failed. The caller raises
+    `InferenceFailed` when `outcome.failed`, before writing its output, so that a plain rerun
+    retries the failed requests."""
     from dualcog.backends import backend_of
 
     if not backend_of(model).counts_failures:
         return None
     import logging
 
-    outcome = assess(model, task, responses["status"], responses["error_type"])
+    outcome = assess(model, task, _column(responses, "status"), _column(responses, "error_type"))
     if outcome.unsent:
         from dualcog.inference.cache import model_cache_dir
         from dualcog.inference.limits import SpendLimit

@@ -14,14 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from dualcog.backends import RunInputs
 from dualcog.errors import DataError
 from dualcog.inference.progress import ProgressFn
 from dualcog.inference.rows import response_row
 from dualcog.inference.values import as_list, escape_lone_surrogates, is_missing
 from dualcog.parsing.sources import record_is_response
+from dualcog.schemas import read_arrow
 
 LOG = logging.getLogger(__name__)
 # The RESPONSES columns' ranges: a value outside them is stored as null, never a stopped job.
@@ -73,7 +72,7 @@ def _jsonl_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _parquet_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    table = pq.read_table(path)
+    table = read_arrow(path)  # not pq.read_table: its dataset import loads pandas
     return [(i + 1, record) for i, record in enumerate(table.to_pylist())]
 
 

@@ -1,13 +1,17 @@
-"""RESPONSES rows: what every backend's runner returns, and the frame they make."""
+"""RESPONSES rows: what every backend's runner returns, and the table or frame they make."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import pyarrow as pa
 
 from dualcog import schemas
+from dualcog.arrow_rows import RowValueError, table_from_rows
+
+if TYPE_CHECKING:  # imported where a frame is built: the jobs write Arrow and never need it
+    import pandas as pd
 
 
 def response_row(
@@ -59,8 +63,19 @@ def response_row(
     }
 
 
+def responses_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Rows -> RESPONSES Arrow table, built without pandas (dualcog.arrow_rows); a value that
+    does not fit its column raises, naming it. The same file as `responses_frame` written."""
+    try:
+        return table_from_rows(rows, schemas.RESPONSES)
+    except RowValueError as error:
+        raise ValueError(f"responses: {error}") from error
+
+
 def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Rows -> frame in RESPONSES column order, checked against the schema."""
+    import pandas as pd
+
     frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
     for column in (
         "attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",

@@ -10,17 +10,22 @@ Pure functions over plain values, shared by the replay backend and `parse_run`.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
-
-import pandas as pd
 
 STATUS_FIELDS = ("status", "request_status")
 
 
 def is_null(value: Any) -> bool:
     """None, and the nulls a table column hands back (pandas NA, float NaN)."""
-    return value is None or value is pd.NA or (type(value) is float and math.isnan(value))
+    return value is None or (type(value) is float and math.isnan(value)) or _is_pandas_na(value)
+
+
+def _is_pandas_na(value: Any) -> bool:
+    # A pandas NA exists only once pandas is loaded: jobs that never load it do not pay for it.
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is pandas.NA
 
 
 def status_allows(value: Any) -> bool:

@@ -7,11 +7,11 @@ Row layout: image samples get three rows (strict, compatible, legacy), video sam
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
+from dualcog.arrow_rows import table_from_columns
 from dualcog.parsing.compatible import finish_image_compatible
 from dualcog.parsing.fields import (
     BehaviorParse,
@@ -31,6 +31,9 @@ from dualcog.parsing.scale import CONFIGURABLE_SCALES, over_one, resolve_run_sca
 from dualcog.parsing.sources import STATUS_FIELDS, is_response
 from dualcog.schemas import PARSED
 from dualcog.tasks import IMAGE_TASKS
+
+if TYPE_CHECKING:  # imported where a frame is built: the parse job reads and writes Arrow
+    import pandas as pd
 
 BEHAVIOR_TASK = "behavior"
 VISIBILITY_TASK = "landmark_visibility"
@@ -115,6 +118,8 @@ class _Rows:
         )
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         names = PARSED.names
         columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(names)
         frame = pd.DataFrame(
@@ -129,17 +134,11 @@ class _Rows:
         return frame
 
     def table(self) -> pa.Table:
-        """The rows as a PARSED Arrow table, without a pandas frame in between.
-
-        `from_pandas=True`: a NaN (e.g. a box coordinate parsed from `NaN`) becomes a null,
-        as converting `frame()` does, so both give the same file.
-        """
+        """The rows as a PARSED Arrow table, without pandas (dualcog.arrow_rows): a NaN (e.g.
+        a box coordinate parsed from `NaN`) becomes a null, as converting `frame()` does, so
+        both give the same file."""
         columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(PARSED)
-        arrays = [
-            pa.array(values, type=field.type, from_pandas=True)
-            for field, values in zip(PARSED, columns, strict=True)
-        ]
-        return pa.Table.from_arrays(arrays, schema=PARSED)
+        return table_from_columns(columns, PARSED)
 
     def stage_counts(self) -> dict[str, dict[str, int]]:
         """Rows per stage in each parse mode (modes in a fixed order, stages sorted)."""

@@ -1,0 +1,156 @@
+"""Plain Python values -> typed Arrow arrays, without loading pandas.
+
+`pa.array` on a Python list first asks whether the list is a pandas object, and that question
+imports pandas (half a CPU second) the first time a process asks it. The jobs that write their
+tables from Python rows (responses, parses) build the arrays here instead, from buffers; the
+result equals `pa.array(values, type, from_pandas=True)` (a float NaN is a null), which
+tests/test_arrow_rows.py checks for every column of the RESPONSES and PARSED schemas.
+
+Only the types those schemas use are built: string, bool, int32, int64, float64, list, struct.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+_INT_CODES = {32: "i", 64: "q"}  # array module codes of the signed integer widths built
+_OFFSET_MAX = 2**31 - 1  # list / string offsets are int32
+
+
+class RowValueError(ValueError):
+    """A value that does not fit its Arrow column; the message names the column and row.
+
+    In a nested column (`bbox[]`, `answers[].option_id`) the row counts the column's values
+    flattened across rows."""
+
+
+def _bad(column: str, row: int, expected: str, value: Any) -> RowValueError:
+    return RowValueError(
+        f"column {column!r}, row {row}: expected {expected}, got {type(value).__name__} "
+        f"{value!r:.80}"
+    )
+
+
+def _bits(flags: list[bool]) -> pa.Buffer:
+    """A bitmap, least significant bit first: bit i set where flags[i]."""
+    bits = bytearray((len(flags) + 7) // 8)
+    for i, flag in enumerate(flags):
+        if flag:
+            bits[i >> 3] |= 1 << (i & 7)
+    return pa.py_buffer(bytes(bits))
+
+
+def _validity(valid: list[bool]) -> pa.Buffer | None:
+    """The validity bitmap (bit i set: row i is not null); None when no row is null."""
+    return None if all(valid) else _bits(valid)
+
+
+def _offsets(lengths: list[int], column: str) -> pa.Buffer:
+    offsets = array("i", [0] * (len(lengths) + 1))
+    total = 0
+    for i, length in enumerate(lengths):
+        total += length
+        if total > _OFFSET_MAX:
+            raise RowValueError(f"column {column!r}: more than 2**31 - 1 values or bytes")
+        offsets[i + 1] = total
+    return pa.py_buffer(offsets.tobytes())
+
+
+def _is_null(value: Any, type_: pa.DataType) -> bool:
+    if value is None:
+        return True
+    return pa.types.is_floating(type_) and isinstance(value, float) and math.isnan(value)
+
+
+def column_array(values: Sequence[Any], type_: pa.DataType, column: str = "?") -> pa.Array:
+    """`values` (None for null) as an Arrow array of `type_`; a misfit raises RowValueError."""
+    n = len(values)
+    valid = [not _is_null(v, type_) for v in values]
+    validity = _validity(valid)
+    if pa.types.is_string(type_):
+        encoded = []
+        for i, value in enumerate(values):
+            if value is None:
+                encoded.append(b"")
+            elif not isinstance(value, str):
+                raise _bad(column, i, "a string", value)
+            else:
+                try:
+                    encoded.append(value.encode("utf-8"))
+                except UnicodeEncodeError as error:
+                    raise RowValueError(f"column {column!r}, row {i}: {error}") from error
+        offsets = _offsets([len(b) for b in encoded], column)
+        return pa.Array.from_buffers(type_, n, [validity, offsets, pa.py_buffer(b"".join(encoded))])
+    if pa.types.is_boolean(type_):
+        for i, value in enumerate(values):
+            if value is not None and not isinstance(value, bool):
+                raise _bad(column, i, "a bool", value)
+        return pa.Array.from_buffers(type_, n, [validity, _bits([v is True for v in values])])
+    if pa.types.is_signed_integer(type_) and type_.bit_width in _INT_CODES:
+        limit = 2 ** (type_.bit_width - 1)
+        data = array(_INT_CODES[type_.bit_width], [0] * n)
+        for i, value in enumerate(values):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise _bad(column, i, f"an integer ({type_})", value)
+            if not -limit <= value < limit:
+                raise _bad(column, i, f"an integer in range of {type_}", value)
+            data[i] = value
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(data.tobytes())])
+    if pa.types.is_float64(type_):
+        data = array("d", [0.0] * n)
+        for i, (value, ok) in enumerate(zip(values, valid, strict=True)):
+            if not ok:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _bad(column, i, "a number", value)
+            data[i] = value
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(data.tobytes())])
+    if pa.types.is_list(type_):
+        items: list[Any] = []
+        lengths = []
+        for i, value in enumerate(values):
+            if value is None:
+                lengths.append(0)
+            elif not isinstance(value, (list, tuple)):
+                raise _bad(column, i, "a list", value)
+            else:
+                items.extend(value)
+                lengths.append(len(value))
+        child = column_array(items, type_.value_type, f"{column}[]")
+        offsets = _offsets(lengths, column)
+        return pa.Array.from_buffers(type_, n, [validity, offsets], children=[child])
+    if pa.types.is_struct(type_):
+        for i, value in enumerate(values):
+            if value is not None and not isinstance(value, Mapping):
+                raise _bad(column, i, "a mapping", value)
+        children = [
+            column_array(
+                [None if v is None else v.get(field.name) for v in values],
+                field.type,
+                f"{column}.{field.name}",
+            )
+            for field in type_
+        ]
+        return pa.Array.from_buffers(type_, n, [validity], children=children)
+    raise TypeError(f"column {column!r}: no builder for Arrow type {type_}")
+
+
+def table_from_columns(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """Columns of plain values, in schema order, as a table of `schema`."""
+    arrays = [
+        column_array(values, field.type, field.name)
+        for field, values in zip(schema, columns, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Row mappings as a table of `schema`: a field a row lacks is null, other keys ignored."""
+    return table_from_columns([[row.get(name) for row in rows] for name in schema.names], schema)

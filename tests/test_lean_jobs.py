@@ -1,0 +1,200 @@
+"""The cheap per-model jobs never import pandas (issue 21), and their Arrow paths write the
+files the pandas (library) paths write.
+
+The jobs run here as Snakemake runs them: the script file executed with a `snakemake` object
+in its globals, in a fresh interpreter, which reports `'pandas' in sys.modules` afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from test_inference_offline import build_prompts, build_samples
+
+from dualcog import schemas
+from dualcog.inference import run_model, run_model_table, run_per_model, run_per_model_tables
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Runs each script listed in argv[1]'s JSON as its job would, reporting per job whether
+# pandas was loaded once it finished (a job runs after the ones before it: the first that
+# loads pandas is the one to blame).
+RUN_JOBS = """
+import json, runpy, sys
+from types import SimpleNamespace
+
+
+class Files(list):
+    def __init__(self, items, **named):
+        super().__init__(items)
+        self.__dict__.update(named)
+
+
+loaded = {}
+for job in json.loads(open(sys.argv[1]).read()):
+    sm = SimpleNamespace(
+        config=job["config"],
+        wildcards=SimpleNamespace(**job["wildcards"]),
+        input=Files(list(job["input"].values()), **job["input"]),
+        output=Files(list(job["output"].values()) if isinstance(job["output"], dict)
+                     else job["output"], **(job["output"] if isinstance(job["output"], dict)
+                                            else {})),
+        params=SimpleNamespace(**job["params"]),
+        log=[job["log"]],
+        rule=job["script"],
+    )
+    runpy.run_path(job["script"], init_globals={"snakemake": sm}, run_name="__main__")
+    loaded[job["log"]] = "pandas" in sys.modules
+print(json.dumps(loaded))
+"""
+
+
+def _model_responses(
+    model: dict, prompts: pd.DataFrame, samples: pd.DataFrame, tmp: Path
+) -> tuple[bytes, bytes]:
+    """The RESPONSES file written from `run_model` (frames) and `run_model_table` (Arrow)."""
+    frame = run_model(model, prompts, samples, tmp, tmp)
+    table = run_model_table(
+        model, pa.Table.from_pandas(prompts), pa.Table.from_pandas(samples), tmp, tmp
+    )
+    schemas.write_table(frame, schemas.RESPONSES, tmp / "frame.parquet")
+    schemas.write_table(table, schemas.RESPONSES, tmp / "table.parquet")
+    return (tmp / "frame.parquet").read_bytes(), (tmp / "table.parquet").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"name": "o", "backend": "oracle"},
+        {"name": "r", "backend": "random", "seed": 4},
+        {"name": "s", "backend": "simulated", "seed": 9, "quirks": ["fence", "think", "garbage"]},
+        {"name": "p", "backend": "simulated", "quirks": ["pixel640x480", "alias_keys"]},
+    ],
+    ids=lambda model: model["name"],
+)
+def test_arrow_run_writes_the_bytes_the_frame_run_writes(model: dict, tmp_path: Path) -> None:
+    samples = build_samples()
+    by_frame, by_table = _model_responses(model, build_prompts(samples), samples, tmp_path)
+    assert by_frame == by_table
+
+
+def test_replay_tables_equal_replay_frames(tmp_path: Path) -> None:
+    samples = build_samples()
+    prompts = build_prompts(samples)
+    replay = tmp_path / "replay.jsonl"
+    lines = [
+        {"sample_id": sid, "raw_text": f"answer {i}", "status": "ok", "latency_ms": 10.5 * i}
+        for i, sid in enumerate(prompts["sample_id"])
+        if i % 3
+    ]
+    replay.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    model = {"name": "rec", "backend": "replay", "replay": str(replay)}
+    by_task = {task: group.reset_index(drop=True) for task, group in prompts.groupby("task")}
+    frames = run_per_model(model, by_task)
+    tables = run_per_model_tables(
+        model, {task: pa.Table.from_pandas(frame) for task, frame in by_task.items()}
+    )
+    assert list(tables) == list(frames)
+    for task, frame in frames.items():
+        assert (
+            schemas.to_table(frame, schemas.RESPONSES).cast(schemas.RESPONSES).equals(tables[task])
+        ), task
+    statuses = [s for table in tables.values() for s in table["status"].to_pylist()]
+    assert statuses.count("missing") == len(prompts) - len(lines)
+
+
+def test_a_misfit_response_value_names_its_column() -> None:
+    from dualcog.inference.rows import responses_table
+
+    row = {"sample_id": "s1", "task": "behavior", "status": "ok", "attempts": "two"}
+    with pytest.raises(ValueError, match=r"responses: column 'attempts', row 0: expected an"):
+        responses_table([row])
+
+
+def _write(table: pa.Table, schema: pa.Schema, path: Path) -> str:
+    schemas.write_table(table, schema, path)
+    return str(path)
+
+
+def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None:
+    samples = build_samples()
+    prompts = build_prompts(samples)
+    samples_path = _write(pa.Table.from_pandas(samples), schemas.SAMPLES, tmp_path / "s.parquet")
+    tasks = ["self_position", "behavior"]
+    prompt_paths = {}
+    for task in tasks:
+        rows = prompts[prompts["task"] == task].reset_index(drop=True)
+        prompt_paths[task] = _write(
+            pa.Table.from_pandas(rows), schemas.PROMPTS, tmp_path / f"{task}.prompts.parquet"
+        )
+    replay = tmp_path / "recorded.jsonl"
+    replay.write_text(json.dumps({"sample_id": "vid_behavior_0", "raw_text": "{}"}) + "\n")
+    sim = {"name": "sim", "backend": "simulated", "seed": 1, "quirks": ["fence", "per_mille"]}
+    rec = {"name": "rec", "backend": "replay", "replay": str(replay)}
+    config = {"models": [sim, rec]}
+    out = tmp_path / "out"
+    jobs = [
+        {
+            "script": str(REPO / "scripts/infer.py"),
+            "config": config,
+            "wildcards": {"model": "sim", "task": task},
+            "input": {"prompts": prompt_paths[task], "samples": samples_path},
+            "output": [str(out / f"sim.{task}.parquet")],
+            "params": {"media_store": str(tmp_path / "media"), "cache_dir": str(tmp_path / "c")},
+            "log": str(out / f"infer.{task}.log"),
+        }
+        for task in tasks
+    ]
+    jobs.append(
+        {
+            "script": str(REPO / "scripts/infer_replay.py"),
+            "config": config,
+            "wildcards": {"model": "rec"},
+            "input": {"prompts": [prompt_paths[task] for task in tasks]},
+            "output": [str(out / f"rec.{task}.parquet") for task in tasks],
+            "params": {"tasks": tasks, "settings": {}},
+            "log": str(out / "replay.log"),
+        }
+    )
+    jobs.append(
+        {
+            "script": str(REPO / "scripts/parse.py"),
+            "config": config,
+            "wildcards": {"model": "sim"},
+            "input": {
+                "responses": [str(out / f"sim.{task}.parquet") for task in tasks],
+                "samples": samples_path,
+            },
+            "output": {"parsed": str(out / "sim.parsed.parquet"), "run": str(out / "run.json")},
+            "params": {"bbox_scale": None},
+            "log": str(out / "parse.log"),
+        }
+    )
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    assert loaded == {job["log"]: False for job in jobs}
+
+    # The jobs did their work: every prompt answered, the replayed one found, all parsed.
+    for task in tasks:
+        written = pd.read_parquet(out / f"sim.{task}.parquet")
+        assert written["sample_id"].tolist() == prompts[prompts.task == task].sample_id.tolist()
+        assert set(written["status"]) == {"ok"}
+    replayed = pd.concat(pd.read_parquet(out / f"rec.{task}.parquet") for task in tasks)
+    assert replayed.set_index("sample_id")["status"].to_dict()["vid_behavior_0"] == "ok"
+    assert (replayed["status"] == "ok").sum() == 1
+    parsed = pd.read_parquet(out / "sim.parsed.parquet")
+    assert len(parsed) == 3 * 2 + 2 * 2  # two image samples, two behavior samples
+    assert json.loads((out / "run.json").read_text())["scale"] == "per_mille"
