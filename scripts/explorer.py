@@ -5,21 +5,26 @@ from pathlib import Path
 import pandas as pd
 
 from dualcog.explorer.page import CHUNK_BYTES_LIMIT, PAGE_BYTES_LIMIT, write_explorer
-from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.explorer.records import RESPONSE_COLUMNS, MediaIndex, sample_records
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame
+from dualcog.schemas import read_arrow, read_frame
 from dualcog.stamp import build_stamp
 
 
 def main(sm):
     model = sm.wildcards.model
-    responses = pd.concat([read_frame(p) for p in sm.input.responses], ignore_index=True)
+    # Only the columns a card shows: reasoning texts and token counts are never converted.
+    responses = pd.concat(
+        [read_arrow(p, columns=list(RESPONSE_COLUMNS)).to_pandas() for p in sm.input.responses],
+        ignore_index=True,
+    )
     records = sample_records(
         read_frame(sm.input.samples),
         read_frame(sm.input.parsed),
         read_frame(sm.input.scores),
         responses,
         MediaIndex.from_frame(read_frame(sm.input.media)),
+        read_frame(sm.input.outcomes),
     )
     stamp = build_stamp({model: sm.params.stamp}, list(sm.input.manifests), sm.params.data_root)
     files = write_explorer(

@@ -156,6 +156,16 @@ PARSED = pa.schema(
     ]
 )
 
+# One row per sample of a run with a response row: its request outcome class
+# (dualcog.usage.OUTCOMES), written by the `parse` job, read by the explorer and the tables.
+REQUEST_OUTCOMES = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("outcome", pa.string()),
+    ]
+)
+
 METRICS = pa.schema(
     [
         ("model", pa.string()),

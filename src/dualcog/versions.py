@@ -9,4 +9,5 @@ SCORER_VERSION = "score-2"
 TABLES_VERSION = "tables-3"  # 3: usage table, outcome shares in the audit
 STATS_VERSION = "stats-1"
 PLOTS_VERSION = "plots-1"
-EXPLORER_VERSION = "explorer-4"  # 3: request-outcome filter; 4: thumbnails from the sources
+EXPLORER_VERSION = "explorer-5"  # 3: request-outcome filter; 4: thumbnails from the sources;
+# 5: bilinear thumbnails, outcome classes read from the parse step

@@ -280,22 +280,6 @@ SAMPLE_COLUMNS = (
 RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type")
 
 
-def _result_classes(responses: pd.DataFrame, parsed: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """(sample_id, task) -> its outcome class (answered, truncated, refused, ...)."""
-    import pyarrow as pa
-
-    from dualcog.usage import response_facts, sample_outcomes
-
-    if responses.empty:
-        return {}
-    table = pa.Table.from_pandas(responses.reset_index(drop=True), preserve_index=False)
-    facts = response_facts(table)
-    facts["model"] = facts["model"].fillna("")
-    classes = sample_outcomes(facts, parsed)
-    return dict(zip(zip(classes["sample_id"], classes["task"], strict=True), classes["outcome"],
-                    strict=True))  # fmt: skip
-
-
 def _rows(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise (the values `to_dict("records")` gives, at a fraction
     of its cost); only `columns` (those present) when given."""
@@ -314,14 +298,21 @@ def sample_records(
     scores: pd.DataFrame,
     responses: pd.DataFrame,
     media: MediaIndex,
+    outcomes: pd.DataFrame,
 ) -> list[dict[str, Any] | None]:
-    """One record per row of `samples` (None where the run has no request of its task)."""
+    """One record per row of `samples` (None where the run has no request of its task).
+
+    `outcomes`: the run's request outcome classes (schemas.REQUEST_OUTCOMES, written by the
+    `parse` job); a sample without a row there has no response row: a request error."""
     parsed_by = _by_sample(_rows(parsed[parsed["parse"] == DRAWN_PARSE]))
     scores_by: dict[str, dict[str, dict]] = {}
     for row in _rows(scores[scores["parse"] == DRAWN_PARSE]):
         scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
     response_by = _by_sample(_rows(responses, RESPONSE_COLUMNS))  # the last row of an id wins
-    result_by = _result_classes(responses, parsed)
+    result_by = dict(
+        zip(zip(outcomes["sample_id"], outcomes["task"], strict=True), outcomes["outcome"],
+            strict=True)
+    )  # fmt: skip
     run_tasks = set(responses["task"]) | set(parsed["task"])
     records: list[dict[str, Any] | None] = []
     for sample in _rows(samples, SAMPLE_COLUMNS):
