@@ -29,9 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dualcog.backends import declared
 from dualcog.errors import DataError
-from dualcog.routes import split_mode
 
 OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
 OUTCOME_TITLES = {
@@ -222,6 +220,8 @@ def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> p
     model's prices. A built-in backend's row, a count nobody reported and a cost without
     prices are NaN, never 0.
     """
+    from dualcog.backends import declared  # here: the explorer and parse jobs need not load it
+
     rows = []
     by_name = {str(m["name"]): m for m in models}
     for (model, task), group in facts.groupby(["model", "task"], sort=False):
@@ -256,6 +256,8 @@ def usage_totals(by_task: pd.DataFrame) -> pd.DataFrame:
 
 def has_mode(name: str) -> str | None:
     """`Thinking`, `Instant` or `Reasoning` from a run name's suffix (None without one)."""
+    from dualcog.routes import split_mode  # here: routes loads yaml, which few callers need
+
     return split_mode(name)[1]
 
 
@@ -265,6 +267,8 @@ def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict
     Checked over the ok answers of runs that send requests (not built-ins): a -Thinking run
     none of whose answers has reasoning, an -Instant run some of whose answers have.
     """
+    from dualcog.backends import declared
+
     flags = {}
     ok = facts[facts["status"] == "ok"]
     for model in models:

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from dualcog.explorer.matches import ClassMatch, ExplorerError, behavior_matches, visibility_matches
@@ -77,7 +76,8 @@ class MediaIndex:
         files, times = self.videos.get(source, ([], []))
         if not files:
             return None
-        i = int(np.argmin([abs(t - time) for t in times]))
+        # The first nearest, as numpy's argmin picks it, without making an array per call.
+        i = min(range(len(times)), key=lambda k: abs(times[k] - time))
         return files[i], times[i]
 
 
