@@ -39,8 +39,8 @@ import pyarrow as pa
 
 from dualcog.explorer.page import render_cards, write_explorer
 from dualcog.explorer.records import MediaIndex, sample_records
-from dualcog.schemas import PARSED, SAMPLES, to_table
-from dualcog.scoring import score_samples
+from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
+from dualcog.scoring import SCORES, score_samples
 from dualcog.tasks import IMAGE_TASKS
 from dualcog.usage import request_outcomes
 
@@ -232,8 +232,15 @@ def _chunk_cards(data_dir: Path) -> dict[str, list]:
 
 def synthetic_outcomes(responses: pd.DataFrame, parsed: pd.DataFrame) -> pd.DataFrame:
     """The outcome classes the `parse` job would write for the synthetic run."""
-    table = pa.Table.from_pandas(responses, preserve_index=False)
-    return request_outcomes(table, parsed).to_pandas()
+    return request_outcomes(to_table(responses, RESPONSES), parsed).to_pandas()
+
+
+def synthetic_records(samples, parsed, scores, responses) -> list:
+    """`sample_records` of the synthetic run, on typed Arrow tables as the job reads them."""
+    outcomes = pa.Table.from_pandas(synthetic_outcomes(responses, parsed), preserve_index=False)
+    return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
+                          to_table(scores, SCORES), to_table(responses, RESPONSES),
+                          media_index(samples), outcomes)  # fmt: skip
 
 
 def synthetic_inputs(folder: Path) -> dict:
@@ -341,9 +348,8 @@ def main() -> None:
             return
     samples, parsed, responses = synthetic_run(np.random.default_rng(0))
     scores = score_samples(samples, parsed, ("compatible",))
-    outcomes = synthetic_outcomes(responses, parsed)
     wall, cpu = time.perf_counter(), time.process_time()
-    records = sample_records(samples, parsed, scores, responses, media_index(samples), outcomes)
+    records = synthetic_records(samples, parsed, scores, responses)
     records_wall, records_cpu = time.perf_counter() - wall, time.process_time() - cpu
     wall, cpu = time.perf_counter(), time.process_time()
     files = write_explorer("paper-model", records, out / "paper-model.html",

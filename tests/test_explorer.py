@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 from PIL import Image
 from score_fixtures import (
@@ -36,14 +35,18 @@ from dualcog.explorer.page import (
 )
 from dualcog.explorer.records import MediaIndex, sample_records
 from dualcog.media import UnreadableMedia
-from dualcog.scoring import score_samples
+from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
+from dualcog.scoring import SCORES, score_samples
 from dualcog.usage import request_outcomes
 
 
 def _records(samples, parsed, scores, responses, media):
-    """`sample_records` with the outcome classes the `parse` job writes for these rows."""
-    outcomes = request_outcomes(pa.Table.from_pandas(responses, preserve_index=False), parsed)
-    return sample_records(samples, parsed, scores, responses, media, outcomes.to_pandas())
+    """`sample_records` on the tables as the job reads them (typed Arrow), with the outcome
+    classes the `parse` job writes for these rows."""
+    responses = to_table(responses, RESPONSES)
+    outcomes = request_outcomes(responses, parsed)
+    return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
+                          to_table(scores, SCORES), responses, media, outcomes)  # fmt: skip
 
 
 def test_visibility_matches_hand_computed() -> None:
@@ -254,7 +257,7 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     html = files.page.read_text()
     index = json.loads(re.search(r'id="explorer-index" type="application/json">(.*?)</script>',
                                  html).group(1))  # fmt: skip
-    # the last element: the request outcome class (0: answered; dualcog.usage.OUTCOMES)
+    # the last element: the request outcome class (0: answered; dualcog.schemas.OUTCOMES)
     assert index["entries"][:2] == [[1, 0, 0, 2, -1, 0], [0, 0, 0, 3, -1, 0]]
     assert index["results"][0] == "answered"
     assert index["tasks"] == ["landmark_position", "future_observation"]

@@ -30,16 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
+from dualcog.schemas import OUTCOMES
 
-OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
-OUTCOME_TITLES = {
-    "answered": "Answered",
-    "truncated": "Truncated",
-    "refused": "Refused",
-    "empty": "Empty",
-    "unparsable": "Unparsable",
-    "request_error": "Request error",
-}
 # finish_reason values meaning the provider withheld the answer.
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
 # Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
