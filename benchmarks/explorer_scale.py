@@ -35,12 +35,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dualcog.explorer.page import render_cards, write_explorer
 from dualcog.explorer.records import MediaIndex, sample_records
-from dualcog.schemas import PARSED, SAMPLES, to_table
-from dualcog.scoring import score_samples
+from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
+from dualcog.scoring import SCORES, score_samples
 from dualcog.tasks import IMAGE_TASKS
+from dualcog.usage import request_outcomes
 
 N_IMAGE, N_BEHAVIOR, N_VISIBILITY = 4096, 1024, 1024
 QUESTION = (
@@ -228,6 +230,19 @@ def _chunk_cards(data_dir: Path) -> dict[str, list]:
     return out
 
 
+def synthetic_outcomes(responses: pd.DataFrame, parsed: pd.DataFrame) -> pd.DataFrame:
+    """The outcome classes the `parse` job would write for the synthetic run."""
+    return request_outcomes(to_table(responses, RESPONSES), parsed).to_pandas()
+
+
+def synthetic_records(samples, parsed, scores, responses) -> list:
+    """`sample_records` of the synthetic run, on typed Arrow tables as the job reads them."""
+    outcomes = pa.Table.from_pandas(synthetic_outcomes(responses, parsed), preserve_index=False)
+    return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
+                          to_table(scores, SCORES), to_table(responses, RESPONSES),
+                          media_index(samples), outcomes)  # fmt: skip
+
+
 def synthetic_inputs(folder: Path) -> dict:
     """The synthetic run as the parquet files an explorer job reads."""
     from dualcog.explorer.media import MEDIA_COLUMNS
@@ -241,22 +256,27 @@ def synthetic_inputs(folder: Path) -> dict:
         + [("video", s, files, times, 160, 120) for s, (files, times) in index.videos.items()],
         columns=MEDIA_COLUMNS,
     )
+    outcomes = synthetic_outcomes(responses, parsed)
     for name, frame in (("samples", samples), ("parsed", parsed), ("scores", scores),
-                        ("responses", responses), ("media", media)):  # fmt: skip
+                        ("responses", responses), ("media", media),
+                        ("outcomes", outcomes)):  # fmt: skip
         frame.to_parquet(folder / f"{name}.parquet", index=False)
-    paths = {n: str(folder / f"{n}.parquet") for n in ("samples", "parsed", "scores", "media")}
+    paths = {n: str(folder / f"{n}.parquet")
+             for n in ("samples", "parsed", "scores", "media", "outcomes")}  # fmt: skip
     return {"model": "paper-model", "all_models": ["paper-model"],
             "responses": [str(folder / "responses.parquet")], **paths}  # fmt: skip
 
 
 def run_inputs(results: Path, model: str) -> dict:
     """A finished run's tables of one model."""
-    models = sorted(p.stem for p in (results / "parsed").glob("*.parquet"))
+    models = sorted(p.stem for p in (results / "parsed").glob("*.parquet")
+                    if not p.name.endswith(".outcomes.parquet"))  # fmt: skip
     responses = sorted((results / "responses" / model).glob("*.parquet"))
     return {"model": model, "all_models": models, "responses": [str(p) for p in responses],
             "samples": str(results / "benchmark" / "samples.parquet"),
             "parsed": str(results / "parsed" / f"{model}.parquet"),
             "scores": str(results / "scores" / f"{model}.parquet"),
+            "outcomes": str(results / "parsed" / f"{model}.outcomes.parquet"),
             "media": str(results / "explorer" / "media.parquet")}  # fmt: skip
 
 
@@ -329,7 +349,7 @@ def main() -> None:
     samples, parsed, responses = synthetic_run(np.random.default_rng(0))
     scores = score_samples(samples, parsed, ("compatible",))
     wall, cpu = time.perf_counter(), time.process_time()
-    records = sample_records(samples, parsed, scores, responses, media_index(samples))
+    records = synthetic_records(samples, parsed, scores, responses)
     records_wall, records_cpu = time.perf_counter() - wall, time.process_time() - cpu
     wall, cpu = time.perf_counter(), time.process_time()
     files = write_explorer("paper-model", records, out / "paper-model.html",

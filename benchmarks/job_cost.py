@@ -168,6 +168,7 @@ def main() -> None:
             shutil.rmtree(workdir)
         else:
             print(f"kept {workdir}")
+    shutil.rmtree(trees[f"before ({args.baseline})"])  # the baseline's git archive
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ rule explorer:
     input:
         samples="results/benchmark/samples.parquet",
         parsed="results/parsed/{model}.parquet",
+        outcomes="results/parsed/{model}.outcomes.parquet",
         scores="results/scores/{model}.parquet",
         responses=responses_of,
         media="results/explorer/media.parquet",

@@ -5,6 +5,7 @@ rule parse:
     output:
         parsed="results/parsed/{model}.parquet",
         run="results/parsed/{model}.run.json",
+        outcomes="results/parsed/{model}.outcomes.parquet",
     log:
         "results/logs/parse/{model}.log",
     conda:

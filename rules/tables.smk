@@ -10,6 +10,7 @@ rule tables:
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
         responses=all_responses(),
+        outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:
         table_report_outputs(),
     log:
@@ -32,6 +33,7 @@ rule leaderboard:
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
         responses=all_responses(),
+        outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:
         report(
             "results/leaderboard.html",

@@ -2,24 +2,29 @@
 
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
 
 from dualcog.explorer.page import CHUNK_BYTES_LIMIT, PAGE_BYTES_LIMIT, write_explorer
-from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.explorer.records import RESPONSE_COLUMNS, SAMPLE_COLUMNS, MediaIndex, sample_records
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame
+from dualcog.schemas import read_arrow
 from dualcog.stamp import build_stamp
 
 
 def main(sm):
     model = sm.wildcards.model
-    responses = pd.concat([read_frame(p) for p in sm.input.responses], ignore_index=True)
+    # Arrow only, no pandas; of the samples and responses only the columns a card shows
+    # (reasoning texts, token counts and the samples' other columns are never read).
+    responses = pa.concat_tables(
+        [read_arrow(p, columns=list(RESPONSE_COLUMNS)) for p in sm.input.responses]
+    )
     records = sample_records(
-        read_frame(sm.input.samples),
-        read_frame(sm.input.parsed),
-        read_frame(sm.input.scores),
+        read_arrow(sm.input.samples, columns=list(SAMPLE_COLUMNS)),
+        read_arrow(sm.input.parsed),
+        read_arrow(sm.input.scores),
         responses,
-        MediaIndex.from_frame(read_frame(sm.input.media)),
+        MediaIndex.from_table(read_arrow(sm.input.media)),
+        read_arrow(sm.input.outcomes),
     )
     stamp = build_stamp({model: sm.params.stamp}, list(sm.input.manifests), sm.params.data_root)
     files = write_explorer(

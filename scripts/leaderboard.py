@@ -12,6 +12,7 @@ def main(sm):
         sm.input.runs,
         sm.input.parsed,
         sm.input.responses,
+        sm.input.outcomes,
         intervals=sm.input.get("intervals"),
         stamp=sm.input.get("stamp"),
         models=models,

@@ -1,14 +1,17 @@
-"""Snakemake adapter: one model run's raw responses -> strict/compatible/legacy parses."""
+"""Snakemake adapter: one model run's raw responses -> strict/compatible/legacy parses, and
+each sample's request outcome class (read by the explorer and the tables)."""
 
 import json
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PARSED, read_arrow, write_table
+from dualcog.schemas import PARSED, REQUEST_OUTCOMES, read_arrow, write_table
+from dualcog.usage import OUTCOME_COLUMNS, request_outcomes
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'
 # bookkeeping are never converted. Arrow in and out: no pandas frame in between.
@@ -16,15 +19,24 @@ SAMPLE_COLUMNS = ["sample_id", "task", "options"]
 RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
 
+def _present(path, wanted):
+    """The `wanted` columns the file has, in its order (older files may lack some)."""
+    return [name for name in pq.read_schema(path).names if name in wanted]
+
+
 def main(sm):
-    responses = pa.concat_tables([read_arrow(p) for p in sm.input.responses])
-    responses = responses.select([c for c in RESPONSE_COLUMNS if c in responses.column_names])
+    wanted = set(RESPONSE_COLUMNS) | set(OUTCOME_COLUMNS)
+    table = pa.concat_tables(
+        [read_arrow(p, columns=_present(p, wanted)) for p in sm.input.responses]
+    )
+    responses = table.select([c for c in RESPONSE_COLUMNS if c in table.column_names])
     samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     samples = samples.filter(pc.is_in(samples["task"], pc.unique(responses["task"])))
     parsed, run = parse_run_table(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
     log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)
+    write_table(request_outcomes(table, parsed), REQUEST_OUTCOMES, sm.output.outcomes)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)
 

@@ -15,6 +15,7 @@ def main(sm):
         sm.input.runs,
         sm.input.parsed,
         sm.input.responses,
+        sm.input.outcomes,
         stamp=sm.input.get("stamp"),
         models=models,
     )

@@ -35,7 +35,18 @@ from dualcog.explorer.page import (
 )
 from dualcog.explorer.records import MediaIndex, sample_records
 from dualcog.media.store import UnreadableMedia
-from dualcog.scoring import score_samples
+from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
+from dualcog.scoring import SCORES, score_samples
+from dualcog.usage import request_outcomes
+
+
+def _records(samples, parsed, scores, responses, media):
+    """`sample_records` on the tables as the job reads them (typed Arrow), with the outcome
+    classes the `parse` job writes for these rows."""
+    responses = to_table(responses, RESPONSES)
+    outcomes = request_outcomes(responses, parsed)
+    return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
+                          to_table(scores, SCORES), responses, media, outcomes)  # fmt: skip
 
 
 def test_visibility_matches_hand_computed() -> None:
@@ -126,7 +137,7 @@ def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     scores = score_samples(samples, parsed, ("compatible",))
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    fo, lp = sample_records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
+    fo, lp = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
     boxes = {im["role"]: im["boxes"] for im in fo["images"]}
     assert boxes["reference"] == [] and boxes["candidate_C"] == []
     assert boxes["candidate_B"] == [{"kind": "gold", "xyxy": [0.1, 0.1, 0.3, 0.3]}]
@@ -168,9 +179,7 @@ def test_video_records_carry_the_scorers_matches_and_frames() -> None:
     media = MediaIndex({}, {"/v.mp4": ([f"f{i}.jpg" for i in range(13)],
                                        [i * 0.5 for i in range(13)])})  # fmt: skip
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    behavior, visibility = sample_records(
-        samples, parsed, scores, _responses(["b1", "v1"], tasks), media
-    )
+    behavior, visibility = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
     composite = behavior["levels"]["composite"]
     # B: gold [0,6] vs predicted [3,6]: tIoU 3/6 = 0.5, which matches (tIoU >= 0.5).
     assert composite["classes"][0]["matched"] == [(0, 0, 0.5)] and composite["tp"] == 1
@@ -192,7 +201,7 @@ def test_stale_scores_are_refused() -> None:
     scores.loc[scores["task"] == "landmark_visibility", "interval_tp"] = 0
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     with pytest.raises(ExplorerError, match="sample v1, landmark_visibility"):
-        sample_records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
+        _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                        MediaIndex({}, {}))  # fmt: skip
 
 
@@ -214,7 +223,7 @@ def test_page_sizes_at_paper_scale(tmp_path: Path) -> None:
     spec.loader.exec_module(scale)
     samples, parsed, responses = scale.synthetic_run(np.random.default_rng(0))
     scores = score_samples(samples, parsed, ("compatible",))
-    records = sample_records(samples, parsed, scores, responses, scale.media_index(samples))
+    records = _records(samples, parsed, scores, responses, scale.media_index(samples))
     assert sum(r is not None for r in records) == 4096 + 2048
     files = write_explorer("m", records, tmp_path / "m.html", tmp_path / "data",
                            all_models=["m"], stamp=None)  # fmt: skip
@@ -233,7 +242,7 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     samples, parsed = _image_case()
     scores = score_samples(samples, parsed, ("compatible",))
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    records = sample_records(
+    records = _records(
         samples, parsed, scores, _responses(["fo1", "lp1"], tasks),
         _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"]),
     )  # fmt: skip
@@ -248,7 +257,7 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     html = files.page.read_text()
     index = json.loads(re.search(r'id="explorer-index" type="application/json">(.*?)</script>',
                                  html).group(1))  # fmt: skip
-    # the last element: the request outcome class (0: answered; dualcog.usage.OUTCOMES)
+    # the last element: the request outcome class (0: answered; dualcog.schemas.OUTCOMES)
     assert index["entries"][:2] == [[1, 0, 0, 2, -1, 0], [0, 0, 0, 3, -1, 0]]
     assert index["results"][0] == "answered"
     assert index["tasks"] == ["landmark_position", "future_observation"]
@@ -292,7 +301,7 @@ def test_card_text_is_escaped_in_attributes_and_text() -> None:
     scores = score_samples(samples, parsed, ("compatible",))
     responses = _responses(["fo1", odd], {"fo1": "future_observation", odd: "landmark_position"})
     responses["raw_text"] = ["</pre><script>x='1'</script>", 'say "hi" & <bye>']
-    records = sample_records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
+    records = _records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
     cards = render_cards(records, "m'o\"d")
     elements = _elements(cards[1])
     article = next(a for tag, a in elements if tag == "article")
@@ -339,7 +348,7 @@ def test_timeline_labels_are_escaped() -> None:
     ]
     scores = score_samples(samples, parsed, ("compatible",))
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    records = sample_records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
+    records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                              MediaIndex({}, {}))  # fmt: skip
     elements = _elements(render_cards(records, "m")[0])
     assert [tag for tag, _ in elements].count("b") == 2  # the option ids; labels are text

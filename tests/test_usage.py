@@ -7,21 +7,24 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from dualcog.errors import DataError
 from dualcog.estimate import estimate, estimate_lines
 from dualcog.inference.cache import ResponseCache, answer_settings_json, cache_key, cache_path
-from dualcog.schemas import RESPONSES, write_table
+from dualcog.schemas import REQUEST_OUTCOMES, RESPONSES, write_table
 from dualcog.tables import to_csv, to_markdown
 from dualcog.tables.usage import build_usage
 from dualcog.usage import (
     classify,
     mode_flags,
     outcome_shares,
+    read_request_outcomes,
     read_response_facts,
+    request_outcomes,
     response_facts,
     run_usage_lines,
-    sample_outcomes,
     usage_by_task,
     usage_totals,
 )
@@ -101,8 +104,8 @@ def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     )
 
 
-def test_outcome_classes_first_match_wins() -> None:
-    facts = facts_of(
+def test_outcome_classes_first_match_wins(tmp_path: Path) -> None:
+    records = (
         rows(
             "api-Instant",
             {},  # s0 answered
@@ -117,6 +120,7 @@ def test_outcome_classes_first_match_wins() -> None:
             {"raw_text": "", "finish_reason": "length"},  # s8 truncated before empty
         )
     )  # fmt: skip
+    facts = facts_of(records)
     parsed = pd.DataFrame(
         {
             "sample_id": ["s0", "s7", "s7", "s5"],
@@ -133,11 +137,50 @@ def test_outcome_classes_first_match_wins() -> None:
     ]  # fmt: skip
     # Without the parsed table nothing is unparsable.
     assert classify(facts).iloc[7] == "answered"
-    shares = outcome_shares(sample_outcomes(facts, parsed)).loc["api-Instant"]
+    # What the parse job writes: one class per sample, read back per model for the shares.
+    table = request_outcomes(pa.Table.from_pandas(pd.DataFrame(records)), parsed)
+    assert table.column("outcome").to_pylist() == got
+    write_table(table, REQUEST_OUTCOMES, tmp_path / "api-Instant.outcomes.parquet")
+    classes = read_request_outcomes({"api-Instant": tmp_path / "api-Instant.outcomes.parquet"})
+    shares = outcome_shares(classes).loc["api-Instant"]
     assert shares["samples"] == 9
     assert shares["truncated"] == pytest.approx(2 / 9)
     assert shares["request_error"] == pytest.approx(2 / 9)
     assert shares["answered"] == pytest.approx(1 / 9)
+
+
+def test_request_outcomes_keep_each_samples_last_row(tmp_path: Path) -> None:
+    # s0 failed, then was answered when the run resumed; s1 was answered, then failed. Only
+    # the columns a responses file must have: no finish_reason, no error texts.
+    responses = pa.table(
+        {
+            "sample_id": ["s0", "s1", "s0", "s1"],
+            "task": ["behavior"] * 4,
+            "status": ["error", "ok", "ok", "error"],
+            "raw_text": [None, "A", "B", None],
+        }
+    )
+    parsed = pa.table(
+        {
+            "sample_id": ["s0", "s1"],
+            "task": ["behavior"] * 2,
+            "parse": ["compatible"] * 2,
+            "stage": ["strict"] * 2,
+            "all_valid": [True, True],
+        }
+    )
+    table = request_outcomes(responses, parsed)
+    assert table.schema.equals(REQUEST_OUTCOMES)
+    ids, classes = table.column("sample_id").to_pylist(), table.column("outcome").to_pylist()
+    got = dict(zip(ids, classes, strict=True))
+    assert got == {"s0": "answered", "s1": "request_error"}
+    bad = tmp_path / "m.outcomes.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(DataError, match="m.outcomes.parquet"):
+        read_request_outcomes({"m": bad})
+    pq.write_table(responses, bad)  # a table without the outcome column
+    with pytest.raises(DataError, match="field outcome|outcome"):
+        read_request_outcomes({"m": bad})
 
 
 def test_mode_check_flags_a_switch_that_did_not_take() -> None:

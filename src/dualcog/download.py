@@ -33,7 +33,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dualcog.errors import ConfigError, DataError, DualCogError
-from dualcog.ingest import IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR, find_manifests
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,14 @@ REPAIR_HINT = "rerun the download (`snakemake --cores 1 download`, with the same
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # huggingface_hub keeps one `<path>.metadata` per fetched file here (local_dir mode)
 _HF_METADATA_DIR = Path(".cache") / "huggingface" / "download"
-_LAYOUTS = {"image": IMAGE_MANIFEST_DIR, "video": VIDEO_MANIFEST_DIR}
+
+
+def _layouts() -> dict[str, str]:
+    """Manifest folders by modality. dualcog.ingest (pandas) is loaded here, not with the
+    module: every stamp reads `release_stamp`, and the explorer's jobs load no pandas."""
+    from dualcog.ingest import IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR
+
+    return {"image": IMAGE_MANIFEST_DIR, "video": VIDEO_MANIFEST_DIR}
 
 
 class DownloadError(DualCogError):
@@ -189,7 +195,7 @@ def manifest_folders(
     seen_scenes: set[str] = set()
     for path in listing:
         parts = path.split("/")
-        for modality, layout in _LAYOUTS.items():
+        for modality, layout in _layouts().items():
             if len(parts) >= 4 and tuple(parts[-3:-1]) == layout and path.endswith(".json"):
                 scene = parts[-4]
                 seen_scenes.add(scene)
@@ -476,6 +482,8 @@ def download_release(
     token huggingface_hub has stored), both read when called.
     """
     from huggingface_hub import HfApi, snapshot_download
+
+    from dualcog.ingest import find_manifests
 
     endpoint = os.environ.get("HF_ENDPOINT", "").rstrip("/") or DEFAULT_ENDPOINT
     token = os.environ.get("HF_TOKEN") or None

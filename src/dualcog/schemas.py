@@ -170,6 +170,27 @@ PARSED = pa.schema(
     ]
 )
 
+# The request outcome classes, in the order `dualcog.usage.classify` tries them after its
+# errors (docs/usage-and-cost.md); here, free of pandas, for the explorer pages too.
+OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
+OUTCOME_TITLES = {
+    "answered": "Answered",
+    "truncated": "Truncated",
+    "refused": "Refused",
+    "empty": "Empty",
+    "unparsable": "Unparsable",
+    "request_error": "Request error",
+}
+# One row per sample of a run with a response row: its request outcome class (OUTCOMES),
+# written by the `parse` job, read by the explorer and the tables.
+REQUEST_OUTCOMES = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("outcome", pa.string()),
+    ]
+)
+
 METRICS = pa.schema(
     [
         ("model", pa.string()),

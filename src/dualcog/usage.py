@@ -30,19 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dualcog.backends import declared
 from dualcog.errors import DataError
-from dualcog.routes import split_mode
+from dualcog.schemas import OUTCOMES
 
-OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
-OUTCOME_TITLES = {
-    "answered": "Answered",
-    "truncated": "Truncated",
-    "refused": "Refused",
-    "empty": "Empty",
-    "unparsable": "Unparsable",
-    "request_error": "Request error",
-}
 # finish_reason values meaning the provider withheld the answer.
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
 # Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
@@ -187,10 +177,41 @@ def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Seri
     return pd.Series(np.select(conditions, choices, "answered"), index=facts.index, name="outcome")
 
 
-def sample_outcomes(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.DataFrame:
-    """model, task, sample_id, outcome: one row per sample (its last response row)."""
-    frame = facts[["model", "task", "sample_id"]].assign(outcome=classify(facts, parsed))
-    return frame.drop_duplicates(["model", "task", "sample_id"], keep="last").reset_index(drop=True)
+# What classifying reads of a responses table (raw_text only to tell empty answers apart).
+OUTCOME_COLUMNS = ("sample_id", "task", "status", "raw_text", "finish_reason", "error_type",
+                   "error_message")  # fmt: skip
+
+
+def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa.Table:
+    """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
+    sample's last response row; its compatible parse in `parsed` (PARSED rows) decides
+    `unparsable`. The `parse` job writes it once per run; the explorer and the tables read it."""
+    table = responses.select([c for c in OUTCOME_COLUMNS if c in responses.column_names])
+    facts = response_facts(table)
+    if isinstance(parsed, pa.Table):
+        parsed = parsed.select(["sample_id", "task", "parse", "stage", "all_valid"]).to_pandas()
+    frame = facts[["sample_id", "task"]].assign(outcome=classify(facts, parsed))
+    frame = frame.drop_duplicates(["task", "sample_id"], keep="last")
+    return pa.table({name: pa.array(frame[name].tolist(), pa.string()) for name in frame.columns})
+
+
+def read_request_outcomes(paths: Mapping[str, str | Path]) -> pd.DataFrame:
+    """model, task, sample_id, outcome from each model's REQUEST_OUTCOMES file (model -> path);
+    DataError names a file that does not read or lacks a column."""
+    frames = []
+    for model, path in paths.items():
+        try:
+            table = pq.ParquetFile(path).read()
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"cannot read outcome classes: {exc}", file=str(path)) from exc
+        for required in ("sample_id", "task", "outcome"):
+            if required not in table.column_names:
+                raise DataError("outcome table lacks a column", file=str(path), field=required)
+        frame = table.select(["task", "sample_id", "outcome"]).to_pandas()
+        frames.append(frame.assign(model=str(model))[["model", "task", "sample_id", "outcome"]])
+    if not frames:
+        return pd.DataFrame(columns=["model", "task", "sample_id", "outcome"], dtype=object)
+    return pd.concat(frames, ignore_index=True)
 
 
 def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -216,6 +237,8 @@ def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> p
     model's prices. A built-in backend's row, a count nobody reported and a cost without
     prices are NaN, never 0.
     """
+    from dualcog.backends import declared  # here: the explorer and parse jobs need not load it
+
     rows = []
     by_name = {str(m["name"]): m for m in models}
     for (model, task), group in facts.groupby(["model", "task"], sort=False):
@@ -252,6 +275,8 @@ def usage_totals(by_task: pd.DataFrame) -> pd.DataFrame:
 
 def has_mode(name: str) -> str | None:
     """`Thinking`, `Instant` or `Reasoning` from a run name's suffix (None without one)."""
+    from dualcog.routes import split_mode  # here: routes loads yaml, which few callers need
+
     return split_mode(name)[1]
 
 
@@ -261,6 +286,8 @@ def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict
     Checked over the ok answers of runs that send requests (not built-ins): a -Thinking run
     none of whose answers has reasoning, an -Instant run some of whose answers have.
     """
+    from dualcog.backends import declared
+
     flags = {}
     ok = facts[facts["status"] == "ok"]
     for model in models:

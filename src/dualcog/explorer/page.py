@@ -22,6 +22,7 @@ import jinja2
 import jinja2.ext
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
+from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
 from dualcog.stamp import stamp_rows
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
@@ -31,7 +32,6 @@ from dualcog.tasks import (
     TASK_ABBREVIATIONS,
     VIDEO_DIFFICULTIES,
 )
-from dualcog.usage import OUTCOME_TITLES, OUTCOMES
 
 CHUNK_SIZE = 25
 PAGE_SIZE = 20

@@ -4,12 +4,36 @@
 (schema `SCORES`); `model_metrics` aggregates them into `schemas.METRICS` rows.
 """
 
-from dualcog.scoring.aggregate import model_metrics, task_metrics
-from dualcog.scoring.dual import dual_metrics, dual_pairs, pairs_for_tasks
-from dualcog.scoring.geometry import box_iou, boxes_to_array
-from dualcog.scoring.intervals import f1_score, greedy_match, match_classes, tiou
-from dualcog.scoring.schema import PAIRS, SCORES, scores_table
-from dualcog.scoring.score import score_samples, score_tables, scores_frame
+# Exports are loaded on first use (PEP 562): a job that needs one submodule (the explorer
+# reads `intervals` and `video`, numpy and Arrow only) does not load pandas through `score`.
+_EXPORTS = {
+    "model_metrics": "aggregate",
+    "task_metrics": "aggregate",
+    "dual_metrics": "dual",
+    "dual_pairs": "dual",
+    "pairs_for_tasks": "dual",
+    "box_iou": "geometry",
+    "boxes_to_array": "geometry",
+    "f1_score": "intervals",
+    "greedy_match": "intervals",
+    "match_classes": "intervals",
+    "tiou": "intervals",
+    "PAIRS": "schema",
+    "SCORES": "schema",
+    "scores_table": "schema",
+    "score_samples": "score",
+    "score_tables": "score",
+    "scores_frame": "score",
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+
 
 __all__ = [
     "PAIRS",

@@ -15,7 +15,12 @@ import pyarrow.parquet as pq
 from dualcog.errors import DataError
 from dualcog.tables.build import UsageInputs, stage_counts
 from dualcog.tables.coverage import mean_output_tokens
-from dualcog.usage import mode_flags, outcome_shares, read_response_facts, sample_outcomes
+from dualcog.usage import (
+    mode_flags,
+    outcome_shares,
+    read_request_outcomes,
+    read_response_facts,
+)
 
 INTERVAL_COLUMNS = (
     "model", "task", "parse", "stratum", "metric", "value",
@@ -70,17 +75,24 @@ def read_stamp(path: str | Path) -> Mapping[str, Any]:
     return stamp
 
 
+def _outcomes_model(path: str | Path) -> str:
+    """`results/parsed/<model>.outcomes.parquet` -> the model."""
+    return Path(path).name.removesuffix(".outcomes.parquet")
+
+
 def load_inputs(
     metrics: str | Path,
     runs: Iterable[str | Path] = (),
     parsed: Iterable[str | Path] = (),
     responses: Iterable[str | Path] = (),
+    outcomes: Iterable[str | Path] = (),
     intervals: str | Path | None = None,
     stamp: str | Path | None = None,
     models: Iterable[Mapping[str, Any]] = (),
 ) -> TableInputs:
     """Everything the tables and the leaderboard read; `models` (the configured runs, with
-    their backend and prices) decide the usage and the mode check."""
+    their backend and prices) decide the usage and the mode check; `outcomes` are the runs'
+    request outcome classes as the `parse` jobs wrote them (`<model>.outcomes.parquet`)."""
     run_info: dict[str, Mapping[str, Any]] = {}
     for path in runs:
         run = read_json(path)
@@ -91,13 +103,7 @@ def load_inputs(
     counts = {model: stage_counts(frame) for model, frame in parsed_by_model.items()}
     facts = read_response_facts(responses)
     tokens = mean_output_tokens([facts])
-    outcomes = pd.concat(
-        [
-            sample_outcomes(group, parsed_by_model.get(str(model)))
-            for model, group in facts.groupby("model", sort=False)
-        ]
-        or [sample_outcomes(facts)]
-    )
+    classes = read_request_outcomes({_outcomes_model(p): p for p in outcomes})
     models = list(models)
     return TableInputs(
         metrics=_read_parquet(metrics),
@@ -106,5 +112,5 @@ def load_inputs(
         tokens=tokens,
         intervals=read_intervals(intervals) if intervals else None,
         stamp=read_stamp(stamp) if stamp else None,
-        usage=UsageInputs(facts, outcome_shares(outcomes), mode_flags(facts, models)),
+        usage=UsageInputs(facts, outcome_shares(classes), mode_flags(facts, models)),
     )

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
 from dualcog.tables.build import TableInputs, model_rows
 from dualcog.tables.model import COST_HEADER, Table
-from dualcog.usage import OUTCOME_TITLES, OUTCOMES, usage_by_task, usage_totals
+from dualcog.usage import usage_by_task, usage_totals
 
 ALL_TASKS = "all"
 USAGE_HEADERS = {

@@ -1,0 +1,148 @@
+"""The `explorer_media` job's work (thumbnails and video frame grids), before vs after.
+
+Runs `dualcog.explorer.media.prepare_explorer_media` on a finished run's samples in a fresh
+interpreter for a baseline revision and for this working tree, one after the other, and
+prints the process CPU (imports included, worker threads counted) beside the wall time. Then
+compares the two trees' thumbnails of the same sources: pixel size, bytes, and the PSNR
+between them, printed beside the PSNR between each thumbnail and its own pixels before JPEG
+encoding (what the encoding alone changes), so "looks the same" is a number.
+
+Usage: python benchmarks/explorer_media.py RUN_DIR [--baseline main] [--images N]
+       [--videos N] [--threads 2] [--keep]
+RUN_DIR holds results/benchmark/samples.parquet (scripts/make_paper_scale.py, then the
+workflow up to ingest). --images/--videos keep only the first N sources of each kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from _timing import machine
+from _workflow import REPO, revision_tree
+from PIL import Image
+
+JOB = r"""
+import json, resource, sys, time
+start = time.perf_counter()
+import pandas as pd
+from dualcog.explorer.media import prepare_explorer_media
+from dualcog.schemas import read_frame
+samples_path, out, images, videos, threads = sys.argv[1:6]
+samples = read_frame(samples_path)
+def first(kind, limit):
+    seen, keep = set(), []
+    for i, media in enumerate(samples["media"]):
+        roles = [m["role"] for m in media]
+        is_video = "video" in roles
+        if is_video != (kind == "video"):
+            continue
+        new = {m["resolved_path"] for m in media} - seen
+        if new and len(seen) < limit:
+            seen |= new
+            keep.append(i)
+    return keep
+rows = sorted(first("image", int(images)) + first("video", int(videos)))
+index = prepare_explorer_media(samples.iloc[rows].reset_index(drop=True), out, int(threads))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+index.to_parquet(f"{out}/media.parquet", index=False)
+print(json.dumps({"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - start,
+                  "images": int((index["kind"] == "image").sum()),
+                  "videos": int((index["kind"] == "video").sum())}))
+"""
+
+
+def run_job(src: Path, samples: Path, out: Path, args: argparse.Namespace) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, "-c", JOB, str(samples), str(out), str(args.images), str(args.videos),
+         str(args.threads)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    error = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return float("inf") if error == 0 else float(10 * np.log10(255**2 / error))
+
+
+def pixels(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+
+
+def compare_thumbnails(before: Path, after: Path, limit: int = 300) -> None:
+    """PSNR between the two trees' thumbnails, and of each after-thumbnail's JPEG encoding."""
+    import pandas as pd
+
+    from dualcog.explorer.media import THUMB_FILTER, THUMB_SIZE
+    from dualcog.media.store import fit_size
+
+    old = pd.read_parquet(before / "media.parquet").set_index("source")
+    new = pd.read_parquet(after / "media.parquet").set_index("source")
+    images = [s for s in new.index if new.at[s, "kind"] == "image"][:limit]
+    between, encoding, sizes = [], [], set()
+    bytes_old = bytes_new = 0
+    for source in images:
+        a = (before / old.at[source, "files"][0]).read_bytes()
+        b = (after / new.at[source, "files"][0]).read_bytes()
+        bytes_old, bytes_new = bytes_old + len(a), bytes_new + len(b)
+        pa, pb = pixels(a), pixels(b)
+        sizes.add((pa.shape[1], pa.shape[0], pb.shape[1], pb.shape[0]))
+        between.append(psnr(pa, pb))
+        with Image.open(source) as image:  # this tree's thumbnail before JPEG encoding
+            image.draft("RGB", THUMB_SIZE)
+            image = image.convert("RGB")
+            size = fit_size(image.width, image.height, *THUMB_SIZE)
+            exact = np.asarray(image.resize(size, THUMB_FILTER) if size != image.size else image)
+        encoding.append(psnr(exact, pb))
+    print(f"thumbnails compared: {len(images)}; sizes (before w, h, after w, h): {sorted(sizes)}")
+    print(f"bytes per thumbnail: before {bytes_old / len(images):,.0f}, "
+          f"after {bytes_new / len(images):,.0f}")  # fmt: skip
+    print(f"PSNR before vs after: median {np.median(between):.1f} dB, min {min(between):.1f} dB;"
+          f" the JPEG encoding alone: median {np.median(encoding):.1f} dB, "
+          f"min {min(encoding):.1f} dB (higher: closer)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--baseline", default="main")
+    parser.add_argument("--images", type=int, default=10**9)
+    parser.add_argument("--videos", type=int, default=10**9)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    samples = args.run / "results" / "benchmark" / "samples.parquet"
+    print(f"machine: {machine()}")
+    tree = revision_tree(args.baseline)
+    out = Path(tempfile.mkdtemp(prefix="explorer-media-"))
+    try:
+        before = run_job(tree / "src", samples, out / "before", args)
+        after = run_job(REPO / "src", samples, out / "after", args)
+        assert (before["images"], before["videos"]) == (after["images"], after["videos"])
+        n, v = after["images"], after["videos"]
+        print(f"{n} images, {v} videos, {args.threads} threads")
+        print(f"{'':16}{'CPU s':>10}{'wall s':>10}")
+        for side, result in ((f"before ({args.baseline})", before), ("after", after)):
+            print(f"{side:16}{result['cpu']:10.1f}{result['wall']:10.1f}")
+        if n:
+            compare_thumbnails(out / "before", out / "after")
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+        if args.keep:
+            print(f"kept {out}")
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
