@@ -39,10 +39,10 @@ import pyarrow as pa
 
 from dualcog.explorer.page import render_cards, write_explorer
 from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.outcomes import request_outcomes
 from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
 from dualcog.scoring import SCORES, score_samples
 from dualcog.tasks import IMAGE_TASKS
-from dualcog.usage import request_outcomes
 
 N_IMAGE, N_BEHAVIOR, N_VISIBILITY = 4096, 1024, 1024
 QUESTION = (

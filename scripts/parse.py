@@ -7,11 +7,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dualcog.outcomes import OUTCOME_COLUMNS, request_outcomes
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
 from dualcog.schemas import PARSED, REQUEST_OUTCOMES, read_arrow, write_table
-from dualcog.usage import OUTCOME_COLUMNS, request_outcomes
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'
 # bookkeeping are never converted. Arrow in and out: no pandas frame in between.

@@ -35,9 +35,9 @@ from dualcog.explorer.page import (
 )
 from dualcog.explorer.records import MediaIndex, sample_records
 from dualcog.media.store import UnreadableMedia
+from dualcog.outcomes import request_outcomes
 from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
 from dualcog.scoring import SCORES, score_samples
-from dualcog.usage import request_outcomes
 
 
 def _records(samples, parsed, scores, responses, media):

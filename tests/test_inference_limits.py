@@ -19,7 +19,8 @@ from dualcog.inference import cache_path
 from dualcog.inference.cache import cache_line
 from dualcog.inference.limits import CacheLedger, Refusal, Spend, SpendLimit, Tally
 from dualcog.inference.outcome import BUDGET_EXHAUSTED, assess, record_outcome
-from dualcog.usage import Prices, classify, model_prices, read_response_facts
+from dualcog.prices import Prices, model_prices
+from dualcog.usage import classify, read_response_facts
 
 # $1,000 / $3,000 per million tokens: one loopback reply (11 prompt + 7 completion tokens)
 # costs 11 x 0.001 + 7 x 0.003 = $0.032.

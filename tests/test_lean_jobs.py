@@ -172,7 +172,11 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
                 "responses": [str(out / f"sim.{task}.parquet") for task in tasks],
                 "samples": samples_path,
             },
-            "output": {"parsed": str(out / "sim.parsed.parquet"), "run": str(out / "run.json")},
+            "output": {
+                "parsed": str(out / "sim.parsed.parquet"),
+                "outcomes": str(out / "sim.outcomes.parquet"),
+                "run": str(out / "run.json"),
+            },
             "params": {"bbox_scale": None},
             "log": str(out / "parse.log"),
         }
@@ -198,3 +202,5 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
     parsed = pd.read_parquet(out / "sim.parsed.parquet")
     assert len(parsed) == 3 * 2 + 2 * 2  # two image samples, two behavior samples
     assert json.loads((out / "run.json").read_text())["scale"] == "per_mille"
+    outcomes = pd.read_parquet(out / "sim.outcomes.parquet")
+    assert len(outcomes) == 2 + 2 and set(outcomes["outcome"]) <= {"answered", "unparsable"}

@@ -13,6 +13,7 @@ import pytest
 from dualcog.errors import DataError
 from dualcog.estimate import estimate, estimate_lines
 from dualcog.inference.cache import ResponseCache, answer_settings_json, cache_key, cache_path
+from dualcog.outcomes import request_outcomes
 from dualcog.schemas import REQUEST_OUTCOMES, RESPONSES, write_table
 from dualcog.tables import to_csv, to_markdown
 from dualcog.tables.usage import build_usage
@@ -22,7 +23,6 @@ from dualcog.usage import (
     outcome_shares,
     read_request_outcomes,
     read_response_facts,
-    request_outcomes,
     response_facts,
     run_usage_lines,
     usage_by_task,

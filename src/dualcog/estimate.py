@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dualcog.backends import declared
-from dualcog.usage import model_prices
+from dualcog.prices import model_prices
 
 ESTIMATE_COLUMNS = (
     "model", "task", "backend", "requests", "cached", "to_send", "source",

@@ -18,25 +18,24 @@ Everything is read from the response rows (schemas.RESPONSES) the workflow alrea
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
+from dualcog.outcomes import (
+    blank_texts,
+    outcome_class,
+    unparsable_keys,
+)
+from dualcog.prices import model_prices
 from dualcog.schemas import OUTCOMES
 
-# finish_reason values meaning the provider withheld the answer.
-REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
-# Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
-REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", re.IGNORECASE)
 # cached_tokens: the part of prompt_tokens the provider served from its prompt cache.
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
 USAGE_COLUMNS = ("model", "task", "requests", "reported", *TOKEN_COLUMNS, "cost_usd")
@@ -45,44 +44,6 @@ _READ_COLUMNS = (
     "sample_id", "task", "model", "backend", "status", "raw_text", "reasoning_text",
     *TOKEN_COLUMNS, "finish_reason", "refusal", "error_type", "error_message",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD per million tokens: prompt (input), completion (output) and, when the provider
-    bills them apart, cached prompt tokens (`cached_input`; None: priced as input)."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-
-    def cost(
-        self, prompt_tokens: float, completion_tokens: float, cached_tokens: float = 0.0
-    ) -> float:
-        """USD; `cached_tokens` are part of `prompt_tokens` (the OpenAI usage convention)."""
-        cached_price = self.input if self.cached_input is None else self.cached_input
-        return (
-            (prompt_tokens - cached_tokens) * self.input
-            + cached_tokens * cached_price
-            + completion_tokens * self.output
-        ) / 1e6
-
-
-def model_prices(model: Mapping[str, Any]) -> Prices | None:
-    """The `prices` of a model entry (set on the model or its route), None when not given."""
-    prices = model.get("prices")
-    if not prices:
-        return None
-    cached = prices.get("cached_input")
-    return Prices(
-        float(prices["input"]), float(prices["output"]), None if cached is None else float(cached)
-    )
-
-
-def _blank(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """True where a text is null or only whitespace."""
-    trimmed = pc.utf8_trim_whitespace(values.cast(pa.string()))
-    return np.asarray(pc.fill_null(pc.equal(pc.utf8_length(trimmed), 0), True))
 
 
 def response_facts(table: pa.Table) -> pd.DataFrame:
@@ -104,10 +65,10 @@ def response_facts(table: pa.Table) -> pd.DataFrame:
     null_text = pa.nulls(len(table), pa.string())
     raw = table.column("raw_text") if "raw_text" in names else null_text
     reasoning = table.column("reasoning_text") if "reasoning_text" in names else null_text
-    frame["empty"] = _blank(raw)
+    frame["empty"] = blank_texts(raw)
     refusal = table.column("refusal") if "refusal" in names else null_text
-    frame["refused"] = ~_blank(refusal)
-    frame["has_reasoning"] = ~_blank(reasoning) | (frame["reasoning_tokens"].fillna(0) > 0)
+    frame["refused"] = ~blank_texts(refusal)
+    frame["has_reasoning"] = ~blank_texts(reasoning) | (frame["reasoning_tokens"].fillna(0) > 0)
     return frame
 
 
@@ -131,68 +92,22 @@ def read_response_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
 
 
 def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Series:
-    """The outcome class (`OUTCOMES`) of each row of `facts`.
-
-    Refused: a request error naming a content filter, a refusal finish reason, or a reply
-    carrying the provider's `refusal` text (`facts["refused"]`).
-
-    `parsed` (PARSED rows: sample_id, task, parse, stage, all_valid) decides `unparsable`: an
-    answer whose compatible parse is not fully valid. Without it no answer is unparsable.
-    """
-    status = facts["status"].astype(str)
-    finish = facts["finish_reason"].fillna("").astype(str).str.lower()
-    error_text = (
-        facts["error_type"].fillna("").astype(str)
-        + " "
-        + facts["error_message"].fillna("").astype(str)
-    )
-    is_error = status != "ok"
-    refused_text = (
-        facts["refused"].to_numpy(dtype=bool)
-        if "refused" in facts
-        else np.zeros(len(facts), dtype=bool)
-    )
-    refused_error = is_error & (status == "error") & error_text.str.contains(REFUSAL_ERROR)
-    unparsable = np.zeros(len(facts), dtype=bool)
-    if parsed is not None and len(parsed):
-        compatible = parsed[parsed["parse"] == "compatible"]
-        answered = compatible["stage"] != "missing"
-        valid = compatible["all_valid"].fillna(False).astype(bool)
-        invalid = compatible.loc[answered & ~valid, ["sample_id", "task"]]
-        keys = set(zip(invalid["sample_id"], invalid["task"], strict=True))
-        unparsable = np.fromiter(
-            ((s, t) in keys for s, t in zip(facts["sample_id"], facts["task"], strict=True)),
-            dtype=bool,
-            count=len(facts),
-        )
-    conditions = [
-        refused_error.to_numpy(),
-        is_error.to_numpy(),
-        finish.isin(REFUSAL_FINISH).to_numpy() | refused_text,
-        (finish == "length").to_numpy(),
-        facts["empty"].to_numpy(dtype=bool),
-        unparsable,
+    """`outcome_class` of each row of `facts` (`response_facts`); `parsed` (PARSED rows:
+    sample_id, task, parse, stage, all_valid) decides `unparsable`: without it no answer is
+    unparsable."""
+    keys = unparsable_keys(parsed)
+    rows = zip(
+        facts["status"], facts["error_type"], facts["error_message"], facts["finish_reason"],
+        facts["refused"] if "refused" in facts else [False] * len(facts), facts["empty"],
+        facts["sample_id"], facts["task"], strict=True,
+    )  # fmt: skip
+    classes = [
+        outcome_class(
+            status, kind, message, finish, bool(refused), bool(empty), (sample_id, task) in keys
+        )  # fmt: skip
+        for status, kind, message, finish, refused, empty, sample_id, task in rows
     ]
-    choices = ["refused", "request_error", "refused", "truncated", "empty", "unparsable"]
-    return pd.Series(np.select(conditions, choices, "answered"), index=facts.index, name="outcome")
-
-
-# What classifying reads of a responses table (raw_text only to tell empty answers apart).
-OUTCOME_COLUMNS = ("sample_id", "task", "status", "raw_text", "finish_reason", "error_type",
-                   "error_message")  # fmt: skip
-
-
-def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa.Table:
-    """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
-    sample's last response row; its compatible parse in `parsed` (PARSED rows) decides
-    `unparsable`. The `parse` job writes it once per run; the explorer and the tables read it."""
-    table = responses.select([c for c in OUTCOME_COLUMNS if c in responses.column_names])
-    facts = response_facts(table)
-    if isinstance(parsed, pa.Table):
-        parsed = parsed.select(["sample_id", "task", "parse", "stage", "all_valid"]).to_pandas()
-    frame = facts[["sample_id", "task"]].assign(outcome=classify(facts, parsed))
-    frame = frame.drop_duplicates(["task", "sample_id"], keep="last")
-    return pa.table({name: pa.array(frame[name].tolist(), pa.string()) for name in frame.columns})
+    return pd.Series(classes, index=facts.index, name="outcome", dtype=object)
 
 
 def read_request_outcomes(paths: Mapping[str, str | Path]) -> pd.DataFrame:

@@ -40,7 +40,7 @@ from typing import Any
 
 from dualcog.inference.locks import flock
 from dualcog.inference.outcome import BUDGET_EXHAUSTED
-from dualcog.usage import Prices, model_prices
+from dualcog.prices import Prices, model_prices
 
 __all__ = ["BUDGET_EXHAUSTED", "Refusal", "SpendLimit", "Spend", "Tally", "CacheLedger"]
 _HOLD = struct.Struct("<2d")  # reserved tokens, reserved USD

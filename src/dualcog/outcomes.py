@@ -1,0 +1,125 @@
+"""Outcome classes of requests: what became of each sample's request (answered, truncated,
+refused, empty, unparsable, request error), one rule for every caller.
+
+The `parse` job classifies each run once (`request_outcomes`, written beside the parses) and
+the explorer, the tables and the leaderboard read that file; this module loads no pandas, so
+the parse job does not either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# finish_reason values meaning the provider withheld the answer.
+REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
+# Error rows whose type or message names a content filter (e.g. Azure's 400 `content_filter`).
+REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", re.IGNORECASE)
+
+
+def blank_texts(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """True where a text is null or only whitespace."""
+    trimmed = pc.utf8_trim_whitespace(values.cast(pa.string()))
+    empty = pc.invert(pc.cast(pc.utf8_length(trimmed), pa.bool_()))
+    # No Python scalar and no bool-to-numpy conversion: pyarrow loads pandas for either.
+    return np.array(pc.or_kleene(pc.is_null(trimmed), empty).to_pylist(), dtype=bool)
+
+
+def outcome_class(
+    status: Any,
+    error_type: Any,
+    error_message: Any,
+    finish_reason: Any,
+    refused: bool,
+    empty: bool,
+    unparsable: bool,
+) -> str:
+    """The outcome class (`OUTCOMES`) of one response row; the first rule that holds wins.
+
+    Refused: a request error naming a content filter, a refusal finish reason, or a reply
+    carrying the provider's `refusal` text (`refused`). `unparsable`: an answer whose
+    compatible parse is not fully valid.
+    """
+    status = str(status)
+    if status != "ok":
+        error_text = f"{error_type or ''} {error_message or ''}"
+        if status == "error" and REFUSAL_ERROR.search(error_text):
+            return "refused"
+        return "request_error"
+    finish = str(finish_reason or "").lower()
+    if finish in REFUSAL_FINISH or refused:
+        return "refused"
+    if finish == "length":
+        return "truncated"
+    if empty:
+        return "empty"
+    if unparsable:
+        return "unparsable"
+    return "answered"
+
+
+def unparsable_keys(parsed: pa.Table | pd.DataFrame | None) -> set[tuple[Any, Any]]:
+    """(sample_id, task) of the answers whose compatible parse is not fully valid."""
+    if parsed is None or len(parsed) == 0:
+        return set()
+    names = ("sample_id", "task", "parse", "stage", "all_valid")
+    if isinstance(parsed, pa.Table):
+        columns = [parsed.column(name).to_pylist() for name in names]
+    else:
+        columns = [parsed[name].tolist() for name in names]
+    return {
+        (sample_id, task)
+        for sample_id, task, parse, stage, valid in zip(*columns, strict=True)
+        if parse == "compatible" and stage != "missing" and valid is not True
+    }
+
+
+# What classifying reads of a responses table (raw_text only to tell empty answers apart).
+OUTCOME_COLUMNS = ("sample_id", "task", "status", "raw_text", "finish_reason", "error_type",
+                   "error_message", "refusal")  # fmt: skip
+
+
+def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa.Table:
+    """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
+    sample's last response row; its compatible parse in `parsed` (PARSED rows) decides
+    `unparsable`. The `parse` job writes it once per run (without loading pandas); the
+    explorer and the tables read it."""
+    from dualcog.arrow_rows import table_from_columns
+    from dualcog.schemas import REQUEST_OUTCOMES
+
+    n, names = responses.num_rows, set(responses.column_names)
+
+    def values(name: str) -> list[Any]:
+        return responses.column(name).to_pylist() if name in names else [None] * n
+
+    null_text = pa.nulls(n, pa.string())
+    empty = blank_texts(responses.column("raw_text") if "raw_text" in names else null_text)
+    refused = ~blank_texts(responses.column("refusal") if "refusal" in names else null_text)
+    keys = unparsable_keys(parsed)
+    sample_ids, tasks = values("sample_id"), values("task")
+    rows = zip(values("status"), values("error_type"), values("error_message"),
+               values("finish_reason"), refused.tolist(), empty.tolist(), sample_ids, tasks,
+               strict=True)  # fmt: skip
+    last: dict[tuple[Any, Any], tuple[int, str]] = {}
+    for index, (status, kind, message, finish, refusal, blank, sample_id, task) in enumerate(rows):
+        outcome = outcome_class(
+            status, kind, message, finish, refusal, blank, (sample_id, task) in keys
+        )
+        last.pop((task, sample_id), None)  # a later row wins, at its own place
+        last[(task, sample_id)] = (index, outcome)
+    kept = sorted(last.values())
+    return table_from_columns(
+        [
+            [str(sample_ids[i]) for i, _ in kept],
+            [str(tasks[i]) for i, _ in kept],
+            [outcome for _, outcome in kept],
+        ],
+        REQUEST_OUTCOMES,
+    )
