@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -24,16 +23,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not any(item.get_closest_marker(name) for name in SUITE_MARKERS):
             item.add_marker(pytest.mark.unit)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # Under pytest-xdist (`make test`): the readers of the shared demo run go to one worker
-        # (`--dist loadgroup`), which makes the run once, rather than a second worker waiting
-        # for it (demo_fixtures.py). The long tests go out first and the many short unit tests
-        # fill the gaps at the end, so that no worker is left with a long test alone. Every
-        # worker sorts alike (stable), as xdist requires.
-        for item in items:
-            if "demo_workflow" in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group("demo_workflow"))
-        items.sort(key=lambda item: item.get_closest_marker("unit") is not None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixtures are set up

@@ -27,8 +27,7 @@ import yaml
 from browser import Browser
 from workflow_runner import REPO
 
-# One xdist worker runs the module, so that its run (`paper_run`) is made once.
-pytestmark = [pytest.mark.workflow, pytest.mark.integration, pytest.mark.xdist_group("paper_run")]
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 RUNS, SIMULATED = 45, 2
 EXPLORED = "sim-run-01-Instant"  # the explorer page opened

@@ -16,8 +16,6 @@ from dualcog.scoring import dual_pairs, model_metrics, pairs_for_tasks, score_sa
 from dualcog.tasks import REQUEST_KINDS
 
 TASKS = [kind.task for kind in REQUEST_KINDS]
-# One xdist worker runs the module, so that `small_benchmark` is made once.
-pytestmark = pytest.mark.xdist_group("small_benchmark")
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,8 @@ from workflow_runner import REPO, run_snakemake, write_config
 from dualcog.tables.inputs import load_inputs
 from dualcog.tables.leaderboard import render_leaderboard
 
-# A Snakemake run; pdflatex and Chromium read its outputs. One xdist worker runs the module,
-# so that its run (`demo`) is made once.
-pytestmark = [pytest.mark.workflow, pytest.mark.integration, pytest.mark.xdist_group("pages")]
+# A Snakemake run; pdflatex and Chromium read its outputs.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 TABLES = ("audit", "audit_gains", "image_main", "video_main", "overall", "usage")
 TEX_DOCUMENT = r"""\documentclass{article}

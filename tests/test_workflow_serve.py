@@ -17,9 +17,8 @@ from demo_fixtures import copy_run
 from test_serve import FAKE, alive, started
 from workflow_runner import REPO, run_snakemake, write_config
 
-# Snakemake runs that start (fake) vLLM servers; one xdist worker runs the module, so that
-# `prepared` is made once.
-pytestmark = [pytest.mark.workflow, pytest.mark.integration, pytest.mark.xdist_group("served")]
+# Snakemake runs that start (fake) vLLM servers.
+pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
 # (future_observation is in: without it, ingest fails on the all-empty `candidates` column.)
 TASKS = ["landmark_position", "future_observation", "behavior"]
