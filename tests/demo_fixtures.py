@@ -8,6 +8,8 @@ change touches run again.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 from pathlib import Path
 
@@ -90,9 +92,23 @@ def write_demo_config(workdir: Path, models: list[dict] = DEMO_MODELS) -> None:
 @pytest.fixture(scope="session")
 def demo_workflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The working directory of a complete demo run. Read it only; change a `demo_copy`."""
-    workdir = tmp_path_factory.mktemp("demo_workflow")
-    write_demo_config(workdir)
-    run_snakemake(workdir)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # no xdist: this process is the session
+        workdir = tmp_path_factory.mktemp("demo_workflow")
+        write_demo_config(workdir)
+        run_snakemake(workdir)
+        return workdir
+    # Under pytest-xdist every worker has its own session: the first to need the run makes it
+    # in the folder all workers share, the others wait on the lock and read the same run.
+    shared = tmp_path_factory.getbasetemp().parent
+    workdir = shared / "demo_workflow"
+    with (shared / "demo_workflow.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "demo_workflow.done").exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a failed attempt's leftovers
+            workdir.mkdir()
+            write_demo_config(workdir)
+            run_snakemake(workdir)
+            (shared / "demo_workflow.done").touch()
     return workdir
 
 

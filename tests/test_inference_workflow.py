@@ -18,10 +18,13 @@ import pytest
 from loopback_server import LoopbackServer, Reply, assert_rate_limited, completion, request_marker
 from workflow_runner import REPO, run_snakemake, write_config
 
+from dualcog.tasks import REQUEST_KINDS
+
 # Snakemake runs against a loopback server.
 pytestmark = pytest.mark.workflow
 
 SECRET = "sk-faults-Vb4Nq8Zr2Tx6Kp3W"
+ALL_TASKS = [kind.task for kind in REQUEST_KINDS]
 MODEL = "fault-vlm-Instant"
 
 
@@ -205,7 +208,9 @@ def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
         _config(tmp_path, server.api_base, [], rpm_limit=limit, rate_limit_window_s=window)
         config = (tmp_path / "config/config.yaml").read_text().replace("tasks: []\n", "")
         (tmp_path / "config/config.yaml").write_text(config)  # all six tasks
-        result = _snakemake(tmp_path, "--cores", "6")
+        # Only the responses: everything asserted on is upstream of parsing.
+        responses = [f"results/responses/{MODEL}/{task}.parquet" for task in ALL_TASKS]
+        result = _snakemake(tmp_path, *responses, "--cores", "6")
         assert result.returncode == 0, result.stderr[-3000:]
         arrivals = list(server.arrivals)
     samples = sum(  # one request per sample, identical ones too (§1 v2.3)

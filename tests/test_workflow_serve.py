@@ -29,6 +29,8 @@ pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 # (future_observation is in: without it, ingest fails on the all-empty `candidates` column.)
 TASKS = ["landmark_position", "future_observation", "behavior"]
 SERVED_JOB = "infer_served_Local_VLM"
+# The furthest output a test reads: the tables, explorer and plots downstream add nothing here.
+METRICS = "results/metrics/metrics.parquet"
 
 
 def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dict:
@@ -101,10 +103,10 @@ def wait_for(condition, timeout: float = 120.0) -> None:
 def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: Path) -> None:
     workdir = served_run(prepared, tmp_path, "--startup-delay", "1.5")  # health is awaited
     starts = workdir / "starts.txt"
-    plan = run_snakemake(workdir, "-n")
+    plan = run_snakemake(workdir, METRICS, "-n")
     assert SERVED_JOB in plan.stdout
     assert "rule ingest" not in plan.stdout  # the copy's earlier jobs are up to date
-    run_snakemake(workdir)
+    run_snakemake(workdir, METRICS)
     [(pid, worker)] = started(starts)  # one server for two runs x two tasks
     assert not alive(pid) and not alive(worker)
     distinct_requests = 0
@@ -123,7 +125,7 @@ def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: P
     check_what_the_model_saw(workdir)
 
     # Nothing changed: nothing reruns and no server is started.
-    again = run_snakemake(workdir)
+    again = run_snakemake(workdir, METRICS)
     assert "Nothing to be done" in again.stdout + again.stderr
     assert len(started(starts)) == 1
 
@@ -218,7 +220,7 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     try:
         assert alive(pid) and alive(worker)
         run_snakemake(workdir, "--unlock")
-        run_snakemake(workdir, "--rerun-incomplete")
+        run_snakemake(workdir, "--rerun-incomplete", SERVED_JOB)  # the job that reaps
         assert not alive(pid) and not alive(worker)
         assert len(started(starts)) == 2 and not any(alive(p) for p, _ in started(starts))
         assert not list((workdir / "results/logs/serve").glob("*.pid"))
