@@ -17,31 +17,23 @@ import pandas as pd
 import pytest
 from batch_server import BatchServer
 from loopback_server import LoopbackServer, Reply, completion, echo_reply, request_marker
-from test_inference_openai import SECRET, make_model, make_prompts
+from test_inference_openai import (  # noqa: F401 (api_key_env: an autouse fixture)
+    SECRET,
+    api_key_env,
+    make_model,
+    make_prompts,
+    run,
+)
 
-from dualcog import schemas
-from dualcog.inference import cache_path, run_model
+from dualcog.inference import cache_path
 from dualcog.inference.batch import RECORD_FOLDER, BatchRecord
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 FAST = {"batch": True, "batch_poll_s": 0.01, "batch_poll_max_s": 0.05}
 
 
-@pytest.fixture(autouse=True)
-def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
-
-
 def batch_model(server: BatchServer, **overrides: object) -> dict:
     return make_model(server, **{**FAST, **overrides})  # type: ignore[arg-type]
-
-
-def run(model: dict, prompts: pd.DataFrame, media: Path, cache: Path, progress=None):
-    out = run_model(model, prompts, pd.DataFrame(), media, cache, progress)
-    schemas.to_table(out, schemas.RESPONSES)
-    assert list(out.sample_id) == list(prompts.sample_id)
-    assert SECRET not in out.to_json()
-    return out
 
 
 def records(cache: Path, model: str = "Qwen3-VL-8B-Instant") -> list[Path]:
