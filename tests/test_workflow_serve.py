@@ -31,6 +31,10 @@ TASKS = ["landmark_position", "future_observation", "behavior"]
 SERVED_JOB = "infer_served_Local_VLM"
 # The furthest output a test reads: the tables, explorer and plots downstream add nothing here.
 METRICS = "results/metrics/metrics.parquet"
+# The outputs the one-server test reads: the metrics and both runs' explorer pages.
+SERVED_OUTPUTS = [METRICS] + [
+    f"results/explorer/{run}.html" for run in ("Local-VLM-Instant", "Local-VLM-Thinking")
+]
 
 
 def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dict:
@@ -103,10 +107,10 @@ def wait_for(condition, timeout: float = 120.0) -> None:
 def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: Path) -> None:
     workdir = served_run(prepared, tmp_path, "--startup-delay", "1.5")  # health is awaited
     starts = workdir / "starts.txt"
-    plan = run_snakemake(workdir, METRICS, "-n")
+    plan = run_snakemake(workdir, *SERVED_OUTPUTS, "-n")
     assert SERVED_JOB in plan.stdout
     assert "rule ingest" not in plan.stdout  # the copy's earlier jobs are up to date
-    run_snakemake(workdir, METRICS)
+    run_snakemake(workdir, *SERVED_OUTPUTS)
     [(pid, worker)] = started(starts)  # one server for two runs x two tasks
     assert not alive(pid) and not alive(worker)
     distinct_requests = 0
@@ -125,7 +129,7 @@ def test_one_server_for_all_runs_and_tasks_then_gone(prepared: Path, tmp_path: P
     check_what_the_model_saw(workdir)
 
     # Nothing changed: nothing reruns and no server is started.
-    again = run_snakemake(workdir, METRICS)
+    again = run_snakemake(workdir, *SERVED_OUTPUTS)
     assert "Nothing to be done" in again.stdout + again.stderr
     assert len(started(starts)) == 1
 
