@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from loopback_server import LoopbackServer, Reply, assert_rate_limited, echo_reply
+from loopback_server import (
+    LoopbackServer,
+    Reply,
+    assert_rate_limited,
+    echo_reply,
+    request_marker,
+)
 
 from dualcog import schemas
 from dualcog.inference import cache_path, media_path, run_model
@@ -114,29 +121,55 @@ def test_shards_share_one_cache_and_a_new_split_resends_nothing(server, work):
     assert server.requests == 30
 
 
+def _cached_ids(work: Path) -> set[str]:
+    path = cache_path(work / "cache", "shared-vlm", "behavior")
+    if not path.exists():
+        return set()
+    lines = path.read_text().splitlines()
+    return {json.loads(line)["sample_id"] for line in lines if line.endswith("}")}
+
+
+def _sample_of(body: dict) -> str:
+    return "behavior" + re.search(r"behavior prompt (\d+)", json.dumps(body["messages"]))[1]
+
+
 def test_kill_9_and_resume_resends_no_answered_request(work):
-    # Replies come in waves (concurrency 4, 0.3 s each); each kill lands between waves.
+    """No request whose answer reached the cache is sent again after a kill -9.
+
+    Timing-free: each kill waits until the cache holds a couple of waves more (an event, not a
+    clock), and the check is against what the cache held when the process died. A request the
+    server answered but the killed process had not written yet may be sent again (its answer
+    was lost with the process); only those."""
+
     def slow(body: dict, count: int) -> Reply:
         time.sleep(0.3)
         return echo_reply(body, count)
 
     with LoopbackServer(slow) as server:
         write_inputs(work, base_model(server), 24)
+        lost: set[str] = set()  # answered by the server, not in the cache when killed
         for kill in range(3):
             process = child(work)
             target = 4 * (kill + 1) + 4 * kill  # a couple of waves more each time
-            deadline = time.monotonic() + 60
-            while len(server.answered) < target and time.monotonic() < deadline:
+            deadline = time.monotonic() + 120
+            while len(_cached_ids(work)) < target and time.monotonic() < deadline:
                 time.sleep(0.01)
-            time.sleep(0.12)  # mid-wave: the answered ones are written, the rest in flight
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
+            cached = _cached_ids(work)
+            assert len(cached) >= target, f"kill {kill}: only {len(cached)} answers cached"
+            with server.lock:
+                markers = {request_marker(b): _sample_of(b) for b in server.bodies}
+                answered = {markers[m] for m in server.answered}
+            lost |= answered - cached
         process = child(work)
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err.decode()[-2000:]
         assert json.loads(out.decode().strip().splitlines()[-1]) == {"ok": 24}
         assert len(server.answered) == 24
-        assert server.resent_after_answer == []
+        resent = {markers[m] for m in server.resent_after_answer if m in markers}
+        assert len(resent) == len(server.resent_after_answer)
+        assert resent <= lost, f"sent again although cached: {sorted(resent - lost)}"
 
 
 TASKS = ("behavior", "visibility", "self_position")
