@@ -26,6 +26,7 @@ class ScriptedServer:
         self.respond = respond
         self.connections = 0
         self.requests = 0
+        self.heads: list[bytes] = []  # each request's head, in arrival order
         self.lock = threading.Lock()
         self.sock = socket.create_server(("127.0.0.1", 0))
         if tls is not None:
@@ -66,6 +67,7 @@ class ScriptedServer:
                 data = data[length:]
                 with self.lock:
                     self.requests += 1
+                    self.heads.append(head)
                     number = self.requests
                 reply, close = self.respond(number)
                 if reply:
@@ -109,6 +111,30 @@ def test_keep_alive_reuses_one_connection(run):
     with ScriptedServer(lambda n: (http(answer(f"a{n}")), False)) as server:
         assert run(send_all(server.api_base, 3)) == ["a1", "a2", "a3"]
     assert server.connections == 1
+
+
+def test_each_request_carries_our_headers_and_the_cookies_a_server_set(run):
+    def respond(n: int) -> tuple[bytes, bool]:
+        cookie = ("Set-Cookie: route=r7; Path=/",) if n == 2 else ()
+        return http(answer(f"a{n}"), *cookie), False
+
+    with ScriptedServer(respond) as server:
+        assert run(send_all(server.api_base, 3)) == ["a1", "a2", "a3"]
+    heads = [head.decode().lower().split("\r\n") for head in server.heads]
+    for head in heads:
+        assert head[0] == "post /v1/chat/completions http/1.1"
+        assert "authorization: bearer empty" in head
+        assert "content-type: application/json" in head
+        assert "accept: application/json" in head
+        assert f"content-length: {len(BODY)}" in head
+        assert any(line.startswith("user-agent: ") for line in head)
+    # A cookie the server set (a load balancer's sticky route) goes with the later requests.
+    assert [any(line.startswith("cookie:") for line in head) for head in heads] == [
+        False,
+        False,
+        True,
+    ]
+    assert "cookie: route=r7" in heads[2]
 
 
 def test_chunked_and_gzip_bodies(run):
