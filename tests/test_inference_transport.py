@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 
@@ -135,6 +139,32 @@ def test_each_request_carries_our_headers_and_the_cookies_a_server_set(run):
         True,
     ]
     assert "cookie: route=r7" in heads[2]
+
+
+def test_tls_trusts_ssl_cert_file_and_checks_the_server_name(tmp_path, run, monkeypatch):
+    if shutil.which("openssl") is None:
+        if os.environ.get("CI"):
+            pytest.fail("openssl is needed for the TLS test in CI")
+        pytest.skip("openssl not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    with ScriptedServer(lambda n: (http(answer(f"tls{n}")), False), server_context) as server:
+        port = server.sock.getsockname()[1]
+        # Not trusted: the system's CA bundle does not hold the certificate.
+        with pytest.raises(AttemptFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            run(send_all(f"https://localhost:{port}/v1", 1))
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert run(send_all(f"https://localhost:{port}/v1", 2)) == ["tls1", "tls2"]
+        # Trusted, but not the name it was issued to.
+        with pytest.raises(AttemptFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            run(send_all(f"https://127.0.0.1:{port}/v1", 1))
 
 
 def test_chunked_and_gzip_bodies(run):

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import functools
 import json
 import logging
 import os
+import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,21 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 # One INFO line per HTTP request from the stack would bury the progress lines of a job.
 for _name in ("httpx2", "httpcore2", "openai"):
     logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+@functools.lru_cache(maxsize=8)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx2.create_ssl_context()  # reads SSL_CERT_FILE / SSL_CERT_DIR, hence the key
+
+
+def tls_context() -> ssl.SSLContext:
+    """The SDK client's default TLS context (CA bundle from the system, or SSL_CERT_FILE /
+    SSL_CERT_DIR), built once per process and setting: loading the CA bundle costs tens of
+    milliseconds, which every client (one per task run) paid again."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+tls_context()  # at import, with the rest of the HTTP stack (as aiohttp builds its own)
 
 
 @dataclass
@@ -220,7 +237,9 @@ class ChatClient:
     def __init__(self, api_base: str | None, api_key: str, timeout_s: float, pool: int) -> None:
         self.timeout_s = timeout_s
         limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
-        self.http = openai.DefaultAioHttpClient(limits=limits, timeout=timeout_s)
+        self.http = openai.DefaultAioHttpClient(
+            limits=limits, timeout=timeout_s, verify=tls_context()
+        )
         base = (api_base or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_BASE).rstrip("/")
         self.url = f"{base}/chat/completions"
         self.headers = {
