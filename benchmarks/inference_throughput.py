@@ -15,8 +15,10 @@ send), each with its wall-clock rate and its own process's CPU time per request:
   for the CPU per request;
 - `minimal`: a minimal asyncio client (raw keep-alive sockets, `json` in and out).
 
-All clients must return the same answer texts (checked). A rate limit scenario (`--rpm`)
-checks that the budget spaces requests at the limit.
+All clients must return the same answer texts (checked). `server_cpu_ms_per_req` is the
+loopback server's own CPU per request during each client's run: where `1000 /` it is below
+the ceiling (on one core, shared with the client), the server, not the client, bounds the
+rate. A rate limit scenario (`--rpm`) checks that the budget spaces requests at the limit.
 
     python benchmarks/inference_throughput.py [--requests 1280] [--latency 0.2] [--concurrency 64]
 """
@@ -28,6 +30,7 @@ import asyncio
 import io
 import json
 import multiprocessing
+import os
 import random
 import tempfile
 import time
@@ -152,20 +155,36 @@ def model_config(api_base: str, concurrency: int, **extra: object) -> dict:
 # --- the clients -------------------------------------------------------------------------
 
 
-def measure(label: str, requests: int, fn) -> tuple[dict, list[str]]:
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of another process (Linux `/proc`); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(label: str, requests: int, fn, server_pid: int) -> tuple[dict, list[str]]:
+    server_cpu = process_cpu_s(server_pid)
     cpu, wall = time.process_time(), time.perf_counter()
     texts = fn()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    server_after = process_cpu_s(server_pid)
     if len(texts) != requests:
         raise RuntimeError(f"{label}: {len(texts)} answers for {requests} requests")
-    return {
+    row = {
         "client": label,
         "requests": requests,
         "wall_s": round(wall, 2),
         "req_s": round(requests / wall, 1),
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_req": round(cpu / requests * 1000, 2),
-    }, texts
+    }
+    if server_cpu is not None and server_after is not None:
+        # The loopback server's own CPU: what it needs per request bounds the rate it can
+        # serve on this machine, whatever the client.
+        row["server_cpu_ms_per_req"] = round((server_after - server_cpu) / requests * 1000, 2)
+    return row, texts
 
 
 def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[str]:
@@ -339,6 +358,7 @@ def main() -> None:
     port = ports.get(timeout=30)
     api_base = f"http://127.0.0.1:{port}/v1"
     ceiling = args.concurrency / args.latency
+    load_before = os.getloadavg()[0]
     results, answers = [], {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -365,7 +385,7 @@ def main() -> None:
                 ("minimal", lambda: run_minimal(port, prompts, store, args.concurrency)),
             ]
             for label, fn in clients:
-                row, answers[label] = measure(label, args.requests, fn)
+                row, answers[label] = measure(label, args.requests, fn, server.pid)
                 row["of_ceiling"] = round(row["req_s"] / ceiling, 3)
                 results.append(row)
             reference = answers["minimal"]
@@ -380,7 +400,8 @@ def main() -> None:
         f"loopback server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}: "
         f"ceiling {ceiling:.0f} req/s; {args.requests} requests of 2 JPEGs "
         f"({image_kb:.0f} KiB, {image_kb * 4 / 3:.0f} KiB as base64) per client; "
-        "answers identical across clients"
+        "answers identical across clients; "
+        f"1-min load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
     print(pd.DataFrame(results).to_string(index=False))
     if rate:

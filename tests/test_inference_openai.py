@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
+import os
 import socket
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +20,14 @@ from dualcog import schemas
 from dualcog.inference import (
     build_messages,
     cache_path,
+    media,
+    openai_backend,
     request_settings,
     run_model,
 )
+from dualcog.inference import cache as cache_module
 from dualcog.inference.budget import JITTER_GUARD_S, RateBudget
+from dualcog.inference.cache import CacheWriter, ResponseCache
 
 SECRET = "sk-test-Zq8Xv2Lp9Rt4Wm7Nc3Bd"
 
@@ -332,6 +339,74 @@ def test_resume_after_a_crash_sends_only_the_rest(server, media_store, tmp_path,
     # A third run after the resume needs nothing.
     run(model, prompts, media_store, cache)
     assert server.requests == 13
+
+
+def test_media_are_read_off_the_event_loop_and_memoized_media_skip_the_thread(
+    server, media_store, tmp_path, monkeypatch
+):
+    media.clear_media_memo()
+    reads: list[bool] = []  # per medium read from disk: whether an event loop ran there
+    real_path = media.media_path
+
+    def recording_path(store: Path, key: str, kind: str) -> Path:
+        try:
+            asyncio.get_running_loop()
+            reads.append(True)
+        except RuntimeError:
+            reads.append(False)
+        return real_path(store, key, kind)
+
+    hops: list[str] = []
+    real_to_thread = asyncio.to_thread
+
+    async def counting_to_thread(function, *args):
+        hops.append(function.__name__)
+        return await real_to_thread(function, *args)
+
+    monkeypatch.setattr(media, "media_path", recording_path)
+    monkeypatch.setattr(asyncio, "to_thread", counting_to_thread)
+    cache = tmp_path / "cache"
+    model = make_model(server, concurrency=1)
+    # Nothing memoized: the first body is built in a thread, where its media are read; the
+    # second prompt's media are memoized by then.
+    run(model, make_prompts(2), media_store, cache)
+    assert hops == ["_body"] and len(reads) == 3 and not any(reads)
+    # Every medium memoized: no file read, no thread.
+    out = run(model, make_prompts(3, "visibility"), media_store, cache)
+    assert hops == ["_body"] and len(reads) == 3
+    # Memoized media past the size bound (videos) are encoded in the thread all the same.
+    monkeypatch.setattr(openai_backend, "INLINE_MEDIA_CHARS", 0)
+    again = run(model, make_prompts(3, "self_position"), media_store, cache)
+    assert hops == ["_body"] * 4 and len(reads) == 3
+    assert list(again.raw_text) == list(out.raw_text)
+    assert server.bodies[2:5] == server.bodies[5:8]  # the same bytes either way
+    media.clear_media_memo()
+
+
+def test_the_cache_writer_appends_at_once_and_syncs_in_batches(tmp_path, monkeypatch):
+    synced: list[tuple[float, int]] = []  # (when, file size) at each fsync
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append((time.monotonic(), os.fstat(fd).st_size))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    monkeypatch.setattr(cache_module, "SYNC_INTERVAL_S", 0.2)
+    path = tmp_path / "m" / "t.jsonl"
+    with ResponseCache(path) as cache:
+        writer = CacheWriter(cache)
+        for i in range(40):
+            writer.put(f"k{i}", f"s{i}", {"status": "ok", "raw_text": str(i)})
+            # In the file at once: a `kill -9` from here on loses nothing.
+            assert len(path.read_bytes().splitlines()) == i + 1
+            time.sleep(0.015)
+        closing = time.monotonic()
+        writer.close()
+    by_thread = [when for when, _ in synced if when < closing]
+    assert by_thread  # synced while rows came in, not only at the end
+    assert all(b - a >= 0.2 * 0.9 for a, b in zip(by_thread, by_thread[1:], strict=False))
+    assert synced[-1][1] == path.stat().st_size  # close syncs everything written
 
 
 def test_rate_budget_spaces_requests_at_the_limit():

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 
@@ -26,6 +30,7 @@ class ScriptedServer:
         self.respond = respond
         self.connections = 0
         self.requests = 0
+        self.heads: list[bytes] = []  # each request's head, in arrival order
         self.lock = threading.Lock()
         self.sock = socket.create_server(("127.0.0.1", 0))
         if tls is not None:
@@ -66,6 +71,7 @@ class ScriptedServer:
                 data = data[length:]
                 with self.lock:
                     self.requests += 1
+                    self.heads.append(head)
                     number = self.requests
                 reply, close = self.respond(number)
                 if reply:
@@ -109,6 +115,56 @@ def test_keep_alive_reuses_one_connection(run):
     with ScriptedServer(lambda n: (http(answer(f"a{n}")), False)) as server:
         assert run(send_all(server.api_base, 3)) == ["a1", "a2", "a3"]
     assert server.connections == 1
+
+
+def test_each_request_carries_our_headers_and_the_cookies_a_server_set(run):
+    def respond(n: int) -> tuple[bytes, bool]:
+        cookie = ("Set-Cookie: route=r7; Path=/",) if n == 2 else ()
+        return http(answer(f"a{n}"), *cookie), False
+
+    with ScriptedServer(respond) as server:
+        assert run(send_all(server.api_base, 3)) == ["a1", "a2", "a3"]
+    heads = [head.decode().lower().split("\r\n") for head in server.heads]
+    for head in heads:
+        assert head[0] == "post /v1/chat/completions http/1.1"
+        assert "authorization: bearer empty" in head
+        assert "content-type: application/json" in head
+        assert "accept: application/json" in head
+        assert f"content-length: {len(BODY)}" in head
+        assert any(line.startswith("user-agent: ") for line in head)
+    # A cookie the server set (a load balancer's sticky route) goes with the later requests.
+    assert [any(line.startswith("cookie:") for line in head) for head in heads] == [
+        False,
+        False,
+        True,
+    ]
+    assert "cookie: route=r7" in heads[2]
+
+
+def test_tls_trusts_ssl_cert_file_and_checks_the_server_name(tmp_path, run, monkeypatch):
+    if shutil.which("openssl") is None:
+        if os.environ.get("CI"):
+            pytest.fail("openssl is needed for the TLS test in CI")
+        pytest.skip("openssl not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    with ScriptedServer(lambda n: (http(answer(f"tls{n}")), False), server_context) as server:
+        port = server.sock.getsockname()[1]
+        # Not trusted: the system's CA bundle does not hold the certificate.
+        with pytest.raises(AttemptFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            run(send_all(f"https://localhost:{port}/v1", 1))
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert run(send_all(f"https://localhost:{port}/v1", 2)) == ["tls1", "tls2"]
+        # Trusted, but not the name it was issued to.
+        with pytest.raises(AttemptFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            run(send_all(f"https://127.0.0.1:{port}/v1", 1))
 
 
 def test_chunked_and_gzip_bodies(run):

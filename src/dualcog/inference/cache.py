@@ -20,7 +20,9 @@ Contract (several processes may use one file at once, e.g. shards of one (model,
 
 `CacheWriter` appends each row the moment it is decoded (one `write`, so a `kill -9` loses no
 completed request) and leaves the `fsync`, the part that waits on the disk, to a background
-thread, so the event loop never blocks on it.
+thread, so the event loop never blocks on it. The thread syncs at most every
+`SYNC_INTERVAL_S`, one `fsync` for all rows written meanwhile: a row is on disk (safe from a
+power loss) within about that long of its reply.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from dualcog.config import answer_settings
 from dualcog.inference.locks import flock
 
 LOG = logging.getLogger(__name__)
+# One fsync per reply costs more CPU than the rest of writing it (benchmarks/
+# inference_throughput.py); rows written within this many seconds share one.
+SYNC_INTERVAL_S = 0.1
 
 CACHED_FIELDS = (
     "raw_text",
@@ -80,10 +85,15 @@ def cache_path(cache_dir: Path | str, model_name: str, task: str) -> Path:
     return model_cache_dir(cache_dir, model_name) / f"{safe_name(task)}.jsonl"
 
 
+# `json.dumps(entry, ensure_ascii=True, allow_nan=False)`, its encoder made once.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False)
+
+
 def cache_line(key: str, sample_id: str, row: Mapping[str, Any]) -> bytes:
     entry = {"cache_key": key, "sample_id": sample_id}
-    entry.update({field: row.get(field) for field in CACHED_FIELDS})
-    return (json.dumps(entry, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+    for field in CACHED_FIELDS:
+        entry[field] = row.get(field)
+    return (_LINE_ENCODER.encode(entry) + "\n").encode("ascii")
 
 
 class _Locked:
@@ -177,12 +187,14 @@ class CacheWriter:
 
     The append itself (one `write` to the page cache, microseconds) happens at once, so a row
     is in the file as soon as its reply is decoded and a `kill -9` can lose no completed row;
-    only the `fsync` (milliseconds, against power loss) is left to the thread, batched.
+    only the `fsync` (milliseconds, against power loss) is left to the thread, batched: at
+    most one per `SYNC_INTERVAL_S`.
     """
 
     def __init__(self, cache: ResponseCache) -> None:
         self.cache = cache
         self.dirty = threading.Event()
+        self.stopped = threading.Event()
         self.stopping = False
         self.failure: BaseException | None = None
         self.thread = threading.Thread(target=self._sync_loop, name="cache-fsync", daemon=True)
@@ -213,6 +225,7 @@ class CacheWriter:
                 self.failure = error
             if self.stopping:
                 return
+            self.stopped.wait(SYNC_INTERVAL_S)  # rows written meanwhile share the next fsync
 
     def sync(self) -> None:
         """Sync everything written so far now, in the caller's thread; raises when a write
@@ -232,6 +245,7 @@ class CacheWriter:
     def close(self) -> None:
         """Sync everything written so far, then stop the thread."""
         self.stopping = True
+        self.stopped.set()
         self.dirty.set()
         self.thread.join()
         try:

@@ -77,6 +77,19 @@ def media_data_uri(store: Path | str, key: str, kind: str) -> str:
     return uri
 
 
+class NotMemoized(LookupError):
+    """A medium that `memoized_data_uri` would have to read from disk."""
+
+
+def memoized_data_uri(store: Path | str, key: str, kind: str) -> str:
+    """`media_data_uri` when the medium is in the memo; `NotMemoized` otherwise (no file is
+    touched: safe on an event loop)."""
+    cached = _MEMO.get((_resolved(str(store)), key, kind))
+    if cached is None:
+        raise NotMemoized(key)
+    return cached
+
+
 def clear_media_memo() -> None:
     _MEMO.clear()
     _resolved.cache_clear()

@@ -32,11 +32,16 @@ from dualcog.inference.cache import (
     model_cache_dir,
 )
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, SpendLimit
+from dualcog.inference.media import NotMemoized, memoized_data_uri
 from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
 from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
 from dualcog.inference.values import escape_lone_surrogates
+
+# Bodies whose memoized media pass this size (videos) are still encoded in a thread: copying
+# them takes milliseconds that the event loop would stall for.
+INLINE_MEDIA_CHARS = 4 * 1024 * 1024
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -96,14 +101,36 @@ class OpenAIRunner:
     def _body(self, prompt: Mapping[str, Any]) -> bytes:
         return encode_request_body(request_body(prompt, self.settings, self.media_store))
 
+    def _memoized_body(self, prompt: Mapping[str, Any]) -> bytes | None:
+        """The body when every medium of `prompt` is in the media memo (no file to read) and
+        they are small enough to encode on the event loop; None otherwise."""
+        size = 0
+
+        def data_uri(store: Path, key: str, kind: str) -> str:
+            nonlocal size
+            uri = memoized_data_uri(store, key, kind)
+            size += len(uri)
+            if size > INLINE_MEDIA_CHARS:
+                raise NotMemoized(key)
+            return uri
+
+        try:
+            body = request_body(prompt, self.settings, self.media_store, data_uri)
+        except NotMemoized:
+            return None
+        return encode_request_body(body)
+
     async def _send(
         self, prompt: Mapping[str, Any], client: Any, rate: RateBudget, slots: ConcurrencySlots
     ) -> dict[str, Any]:
         """One prompt -> one response row, after up to `max_retries` retries."""
         from dualcog.inference.client import AttemptFailed
 
-        # Media files are read (and base64-encoded) in a thread, never on the event loop.
-        body = await asyncio.to_thread(self._body, prompt)
+        # Media files are read (and base64-encoded) in a thread, never on the event loop;
+        # a prompt whose media are all in the memo reads none, and skips the thread hop.
+        body = self._memoized_body(prompt)
+        if body is None:
+            body = await asyncio.to_thread(self._body, prompt)
         attempt = 0
         while True:
             attempt += 1

@@ -13,7 +13,7 @@ import functools
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,8 +152,14 @@ def request_settings(model: Mapping[str, Any]) -> RequestSettings:
     )
 
 
+MediaReader = Callable[[Path, str, str], str]  # (store, key, kind) -> data URI
+
+
 def build_messages(
-    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
+    prompt: Mapping[str, Any],
+    settings: RequestSettings,
+    media_store: Path,
+    data_uri: MediaReader = media_data_uri,
 ) -> list[dict[str, Any]]:
     """System message, then a user message: text block followed by media blocks in order."""
     keys = [str(k) for k in as_list(prompt.get("media_keys"))]
@@ -167,7 +173,7 @@ def build_messages(
         raise ValueError(f"sample {prompt['sample_id']}: no user_text to send")
     content: list[dict[str, Any]] = [{"type": "text", "text": str(user_text)}]
     for key, kind in zip(keys, kinds, strict=True):
-        uri = media_data_uri(media_store, key, kind)
+        uri = data_uri(media_store, key, kind)
         if kind == "video":
             content.append({"type": "video_url", "video_url": {"url": uri}})
         else:
@@ -187,13 +193,17 @@ def build_messages(
 
 
 def request_body(
-    prompt: Mapping[str, Any], settings: RequestSettings, media_store: Path
+    prompt: Mapping[str, Any],
+    settings: RequestSettings,
+    media_store: Path,
+    data_uri: MediaReader = media_data_uri,
 ) -> dict[str, Any]:
     """The JSON body sent for one prompt: model, messages, sampling, then `extra_body` on top
-    (as the OpenAI SDK merges `extra_body`: its top-level keys win)."""
+    (as the OpenAI SDK merges `extra_body`: its top-level keys win). `data_uri` reads each
+    medium (`media_data_uri`; `memoized_data_uri` touches no file)."""
     body: dict[str, Any] = {
         "model": settings.request_model,
-        "messages": build_messages(prompt, settings, media_store),
+        "messages": build_messages(prompt, settings, media_store, data_uri),
         "temperature": settings.temperature,
     }
     if settings.max_tokens is not None:
