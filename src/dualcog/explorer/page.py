@@ -2,24 +2,24 @@
 
 Layout under the explorer folder (all relative, so the folder works offline and moved whole):
   <model>.html             CSS, script and the compact filter index inlined
-  data/<model>/cNNNNN.js   pre-rendered sample cards, CHUNK_SIZE per file, loaded per page
+  data/<model>/cNNNNN.js   the samples' records (explorer.records) as JSON, CHUNK_SIZE per
+                           file, loaded per page; the page's script draws their cards
   media/...                thumbnails and frame grids shared by all models (explorer.media)
 Chunk numbers follow the benchmark's sample order, the same for every model, so the compare
-view loads the same chunk of a second model.
+view loads the same chunk of a second model. The cards are drawn in the browser with DOM calls
+(text as text nodes, values as attributes), so writing a page is one `json.dumps` per chunk.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import jinja2.ext
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
@@ -46,43 +46,15 @@ BOX_TITLES = {"gold": "gold", "pred": "predicted", "scored-against": "chosen can
 VIDEO_FAMILY = ("behavior", "landmark_visibility")
 
 
-class _RecordEnvironment(jinja2.Environment):
-    """Looks `r.task` up as a key first: the records are dicts, and Jinja's default (attribute
-    first, then key) pays a failed attribute lookup for each of the ~700k fields rendered."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
-
-
-class _CollapseNewlines(jinja2.ext.Extension):
-    """Template source: a line break and the indentation around it become one space.
-
-    Same rendering (HTML collapses such whitespace; `<pre>` content only comes from values,
-    never from template text), and about 5 % fewer bytes per card."""
-
-    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
-        return _NEWLINE_RUN.sub(" ", source) if name == "cards.html.j2" else source
-
-
-_NEWLINE_RUN = re.compile(r"[ \t]*\n\s*")
-
-_ENV = _RecordEnvironment(
+_ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("dualcog.explorer", "templates"),
-    extensions=[_CollapseNewlines],
     autoescape=jinja2.select_autoescape(["html", "j2"]),
     trim_blocks=True,
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
 )
-_ENV.filters["n"] = lambda value: f"{value:.2f}".rstrip("0").rstrip(".")  # SVG numbers
-
-
-def _ticks(duration: float) -> list[float]:
-    steps = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
-    step = next((s for s in steps if duration / s <= 8), steps[-1])
-    return [round(i * step, 6) for i in range(int(duration / step + 1e-9) + 1)]
+# Record keys no card shows: left out of the chunks.
+UNSHOWN_KEYS = frozenset({"scene", "landmark", "chosen", "pred_box", "count_correct"})
 
 
 def task_titles() -> dict[str, str]:
@@ -151,19 +123,25 @@ def _json_for_script(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_cards(records: Sequence[Mapping | None], model: str) -> list[str | None]:
-    macro = _ENV.get_template("cards.html.j2").make_module(_globals()).card
-    return [None if r is None else str(macro(r, model)) for r in records]
+def chunk_records(records: Sequence[Mapping | None]) -> list[dict | None]:
+    """The records as a chunk carries them: what the cards show, nothing else."""
+    return [
+        None if r is None else {k: v for k, v in r.items() if k not in UNSHOWN_KEYS}
+        for r in records
+    ]
 
 
-def _globals() -> dict[str, Any]:
-    return {
-        "task_titles": task_titles(),
-        "level_titles": LEVEL_TITLES,
-        "box_titles": BOX_TITLES,
-        "raw_limit": RAW_TEXT_LIMIT,
-        "ticks": _ticks,
-    }
+def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> str:
+    """One chunk file: a call of the page's `dualcogChunk` with the records as JSON (a JSON
+    text is a JavaScript expression; its strings cannot end the call)."""
+    data = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
+    return f"dualcogChunk({json.dumps(model)},{number},{data});\n"
+
+
+def _titles() -> dict[str, Any]:
+    """Titles the page's script draws cards with."""
+    return {"tasks": task_titles(), "levels": LEVEL_TITLES, "boxes": BOX_TITLES,
+            "raw_limit": RAW_TEXT_LIMIT}  # fmt: skip
 
 
 def write_explorer(
@@ -181,17 +159,14 @@ def write_explorer(
     data_dir.mkdir(parents=True, exist_ok=True)
     for old in data_dir.glob("c*.js"):
         old.unlink()
-    cards = render_cards(records, model)
+    shown = chunk_records(records)
     chunk_paths = []
-    for number in range(math.ceil(len(cards) / CHUNK_SIZE)):
-        part = cards[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
+    for number in range(math.ceil(len(shown) / CHUNK_SIZE)):
+        part = shown[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
         if all(c is None for c in part):
             continue
         path = data_dir / f"c{number:05d}.js"
-        path.write_text(
-            f"dualcogChunk({json.dumps(model)},{number},{json.dumps(part, ensure_ascii=False)});\n",
-            encoding="utf-8",
-        )
+        path.write_text(chunk_script(model, number, part), encoding="utf-8")
         chunk_paths.append(path)
     present = [k.task for k in REQUEST_KINDS if any(r and r["task"] == k.task for r in records)]
     difficulties = list(IMAGE_DIFFICULTIES + VIDEO_DIFFICULTIES)
@@ -206,11 +181,11 @@ def write_explorer(
         "stages": list(STAGES),
         "results": list(OUTCOMES),
         "task_filters": filters,
+        "titles": _titles(),
         "entries": [_entry(r, present, difficulties) for r in records],
     }
     used_difficulties = {r["difficulty"] for r in records if r}
     html = _ENV.get_template("page.html.j2").render(
-        **_globals(),
         model=model,
         model_label=label or model,
         all_models=list(all_models),
