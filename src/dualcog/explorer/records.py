@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dualcog.explorer.matches import ClassMatch, ExplorerError, behavior_matches, visibility_matches
 from dualcog.scoring.image import SELECTED_CANDIDATE_TASK
@@ -280,6 +281,17 @@ SAMPLE_COLUMNS = (
     "gold_items", "gold_visible_count", "gold_visible_intervals",
 )  # fmt: skip
 RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type")
+# Of the parsed and scored rows, the columns a record reads (the drawn parse's rows only).
+PARSED_COLUMNS = (
+    "sample_id", "task", "stage", "option_ids", "option_valid", "option_reason", "bbox",
+    "bbox_valid", "bbox_reason", "bbox_rescaled", "bbox_reordered", "answers", "answers_valid",
+    "answers_reason", "visible_count", "count_valid", "count_reason", "visible_intervals",
+    "intervals_valid", "intervals_reason",
+)  # fmt: skip
+SCORE_COLUMNS = (
+    "sample_id", "task", "iou", "option_correct", "bbox_hit", "semantic_ok", "evidence_ok",
+    "interval_tp", "interval_fp", "interval_fn", "sample_f1_50", "set_exact", "count_correct",
+)  # fmt: skip
 
 
 def _rows(
@@ -287,12 +299,13 @@ def _rows(
 ) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise from Arrow (no pandas: a fifth of a CPU second of
     imports per job); only `columns` (those present) when given, only the rows of one
-    `parse` mode when given."""
+    `parse` mode when given (selected in Arrow, before any Python object is made)."""
+    if parse is not None:
+        table = table.filter(pc.equal(table.column("parse"), parse))
     present = table.column_names
     names = present if columns is None else [c for c in columns if c in present]
     values = [table.column(name).to_pylist() for name in names]
-    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
-    return rows if parse is None else [row for row in rows if row["parse"] == parse]
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _by_sample(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -312,15 +325,14 @@ def sample_records(
     The workflow's tables as Arrow: SAMPLES, the run's PARSED, SCORES and RESPONSES rows, and
     its request outcome classes (REQUEST_OUTCOMES, written by the `parse` job); a sample
     without an outcome row has no response row: a request error."""
-    parsed_rows = _rows(parsed)
-    parsed_by = _by_sample([row for row in parsed_rows if row["parse"] == DRAWN_PARSE])
+    parsed_by = _by_sample(_rows(parsed, PARSED_COLUMNS, DRAWN_PARSE))
     scores_by: dict[str, dict[str, dict]] = {}
-    for row in _rows(scores, parse=DRAWN_PARSE):
+    for row in _rows(scores, SCORE_COLUMNS, DRAWN_PARSE):
         scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
     response_rows = _rows(responses, RESPONSE_COLUMNS)
     response_by = _by_sample(response_rows)  # the last row of an id wins
     result_by = {(r["sample_id"], r["task"]): r["outcome"] for r in _rows(outcomes)}
-    run_tasks = {r["task"] for r in response_rows} | {r["task"] for r in parsed_rows}
+    run_tasks = {r["task"] for r in response_rows} | set(parsed.column("task").to_pylist())
     records: list[dict[str, Any] | None] = []
     for sample in _rows(samples, SAMPLE_COLUMNS):
         sid, task = sample["sample_id"], sample["task"]
