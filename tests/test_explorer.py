@@ -229,6 +229,13 @@ def test_stale_scores_are_refused() -> None:
     with pytest.raises(ExplorerError, match="sample v1, landmark_visibility"):
         _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                        MediaIndex({}, {}))  # fmt: skip
+    # Each count the table holds is checked: false positives, missed, the tIoU sum.
+    for column, task in (("interval_fp", "atomic_behavior"), ("interval_fn", "composite_behavior"),
+                         ("tiou_sum", "landmark_visibility")):  # fmt: skip
+        scores = score_samples(samples, parsed, ("compatible",))
+        scores.loc[scores["task"] == task, column] += 1
+        with pytest.raises(ExplorerError, match=f"{task}: .*{column}"):
+            _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), MediaIndex({}, {}))
 
 
 def test_task_filters_accept_scored_tasks_and_families() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.explorer.matches import ClassMatch, ExplorerError, behavior_matches, visibility_matches
+from dualcog.explorer.matches import ClassMatch, behavior_matches, check_scored, visibility_matches
 from dualcog.scoring.image import SELECTED_CANDIDATE_TASK
 from dualcog.tasks import IMAGE_TASKS, REQUEST_BY_TASK
 
@@ -187,15 +187,6 @@ def _strip(source: str | None, classes: Sequence[ClassMatch], media: MediaIndex)
     return sorted(strip, key=lambda f: (f["start"], f["label"]))
 
 
-def _check_counts(classes: Sequence[ClassMatch], score: Mapping[str, Any], where: str) -> None:
-    tp = sum(len(c.matched) for c in classes)
-    if _present(score.get("interval_tp")) and tp != int(score["interval_tp"]):
-        raise ExplorerError(
-            f"{where}: {tp} matched intervals, the scores table holds {int(score['interval_tp'])}"
-            " (stale scores? rerun the score step)"
-        )
-
-
 def _video_source(sample) -> str | None:
     return next((m["resolved_path"] for m in _items(sample["media"]) if m["role"] == "video"), None)
 
@@ -215,7 +206,7 @@ def _behavior_record(sample, parsed, scores_by_task, media: MediaIndex) -> dict[
     for level, classes in levels.items():
         task = f"{level}_behavior"
         score = scores_by_task.get(task, {})
-        _check_counts(classes, score, f"sample {sample['sample_id']}, {task}")
+        check_scored(classes, score, f"sample {sample['sample_id']}, {task}")
         all_classes += classes
         out_levels[level] = {
             "classes": [_class_view(c, names) for c in classes],
@@ -252,7 +243,7 @@ def _visibility_record(sample, parsed, score, media: MediaIndex) -> dict[str, An
     duration = _number(sample["duration_sec"])
     intervals = _items(parsed.get("visible_intervals")) if intervals_ok else None
     match, _ = visibility_matches(_items(sample["gold_visible_intervals"]), intervals, duration)
-    _check_counts([match], score, f"sample {sample['sample_id']}, landmark_visibility")
+    check_scored([match], score, f"sample {sample['sample_id']}, landmark_visibility")
     return {
         "duration": duration,
         "levels": {
@@ -290,7 +281,8 @@ PARSED_COLUMNS = (
 )  # fmt: skip
 SCORE_COLUMNS = (
     "sample_id", "task", "iou", "option_correct", "bbox_hit", "semantic_ok", "evidence_ok",
-    "interval_tp", "interval_fp", "interval_fn", "sample_f1_50", "set_exact", "count_correct",
+    "interval_tp", "interval_fp", "interval_fn", "tiou_sum", "sample_f1_50", "set_exact",
+    "count_correct",
 )  # fmt: skip
 
 
