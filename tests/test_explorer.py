@@ -26,7 +26,15 @@ from score_fixtures import (
 )
 
 from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
-from dualcog.explorer.media import MAX_FRAMES, grid_times, image_thumbnail, video_frames
+from dualcog.explorer.media import (
+    MAX_FRAMES,
+    PLAIN_THUMB_SIZE,
+    THUMB_SIZE,
+    grid_times,
+    image_thumbnail,
+    shown_images,
+    video_frames,
+)
 from dualcog.explorer.page import (
     CHUNK_BYTES_LIMIT,
     CHUNK_SIZE,
@@ -391,6 +399,34 @@ def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
     for file in row.files:
         with Image.open(tmp_path / file) as frame:
             assert frame.size == (160, 120)
+
+
+def test_thumbnails_only_of_shown_images_at_their_drawn_size(tmp_path: Path) -> None:
+    """Image cards show every image of their sample, boxes never on a reference (shown small);
+    video cards show no still image."""
+
+    def media(*items):
+        return [{"role": role, "path": path, "resolved_path": path} for role, path in items]
+
+    samples = pd.DataFrame({"media": [
+        media(("reference", "/r1.jpg"), ("target", "/t1.jpg")),
+        media(("reference", "/r2.jpg"), ("candidate_A", "/a.jpg")),
+        media(("reference", "/t1.jpg"), ("target", "/r1.jpg")),  # each also a target: large
+        media(("video", "/v.mp4"), ("reference", "/vr.jpg")),  # not shown
+    ]})  # fmt: skip
+    large, small = THUMB_SIZE, PLAIN_THUMB_SIZE
+    assert shown_images(samples) == {
+        "/a.jpg": large, "/r1.jpg": large, "/r2.jpg": small, "/t1.jpg": large
+    }  # fmt: skip
+    source = tmp_path / "big.jpg"
+    Image.new("RGB", (800, 600), (90, 120, 30)).save(source, format="JPEG")
+    small = image_thumbnail(str(source), tmp_path, PLAIN_THUMB_SIZE)
+    large = image_thumbnail(str(source), tmp_path / "large")
+    assert (small.width, small.height, large.width, large.height) == (200, 150, 320, 240)
+    with Image.open(tmp_path / small.files[0]) as image:
+        assert image.size == (200, 150)
+        pixel = image.getpixel((100, 75))
+        assert max(abs(a - b) for a, b in zip(pixel, (90, 120, 30), strict=True)) <= 3
 
 
 def test_undecodable_source_image_is_a_clear_error(tmp_path: Path) -> None:
