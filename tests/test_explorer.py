@@ -8,6 +8,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
@@ -57,11 +58,11 @@ def browser():
         yield opened
 
 
-def _drawn(browser: Browser, folder: Path, records, model: str = "m") -> list[str]:
+def _drawn(browser: Browser, folder: Path, records, model: str = "m", others=()) -> list[str]:
     """The cards of `records` as the page draws them in Chromium (one page of them, the
     browser's serialization of each drawn card), with no script errors."""
     files = write_explorer(model, records, folder / "page.html", folder / "data" / model,
-                           all_models=[model], stamp=None)  # fmt: skip
+                           all_models=[model, *others], stamp=None)  # fmt: skip
     browser.open("about:blank")
     browser.errors.clear()
     browser.open(files.page.as_uri())
@@ -364,11 +365,20 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     responses["raw_text"] = [hostile, 'say "hi" & <bye>']
     records = _records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
     model = "m'o\"d<img src=x onerror='window.ran = 3'>"
-    cards = _drawn(browser, tmp_path, records, model)
+    other = "<script>window.ran = 4</script>"
+    cards = _drawn(browser, tmp_path, records, model, [other])
     assert browser.evaluate("window.ran === undefined")  # nothing ran
-    assert (
-        browser.evaluate("document.querySelectorAll('#cards script, #cards [onerror]').length") == 0
+    assert browser.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    scripts = browser.evaluate(
+        "Array.from(document.scripts).map(s => s.id || s.src.replace(/^.*\\/data\\//, 'data/')"
+        " || 'inline')"
     )
+    chunk = next(s for s in scripts if s.startswith("data/"))  # the one chunk it loaded
+    assert sorted(scripts) == [chunk, "explorer-index", "inline"]
+    assert unquote(chunk) == f"data/{model}/c00000.js"
+    assert browser.evaluate("document.querySelector('nav.models').textContent").count(model) == 1
+    assert browser.evaluate("document.querySelector('nav.models a').textContent") == other
+    assert browser.evaluate("document.title") == f"Explorer · {model}"
     elements = _elements(cards[1])
     article = next(a for tag, a in elements if tag == "article")
     assert article["data-sample"] == odd and article["data-model"] == model

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
-
-import jinja2
+from urllib.parse import quote
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
@@ -46,13 +47,27 @@ BOX_TITLES = {"gold": "gold", "pred": "predicted", "scored-against": "chosen can
 VIDEO_FAMILY = ("behavior", "landmark_visibility")
 
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("dualcog.explorer", "templates"),
-    autoescape=jinja2.select_autoescape(["html", "j2"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-    undefined=jinja2.StrictUndefined,
-)
+TEMPLATES = Path(__file__).with_name("templates")
+_SLOT = re.compile(r"\{\{ (\w+) \}\}")
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    """`{{ name }}` slots filled in one pass (a value is never read for slots itself); every
+    value is HTML already, each piece of text in it escaped by the caller."""
+    return _SLOT.sub(lambda found: values[found.group(1)], template)
+
+
+def _model_link(model: str, current: bool) -> str:
+    if current:
+        return f"<b>{escape(model)}</b>"
+    href = escape(quote(model, safe="/"))
+    return f'<a class="model-link" href="{href}.html">{escape(model)}</a>'
+
+
+def _options(pairs: Sequence[tuple[str, str]]) -> str:
+    return "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in pairs)
+
+
 # Record keys no card shows: left out of the chunks.
 UNSHOWN_KEYS = frozenset({"scene", "landmark", "chosen", "pred_box", "count_correct"})
 
@@ -185,25 +200,33 @@ def write_explorer(
         "entries": [_entry(r, present, difficulties) for r in records],
     }
     used_difficulties = {r["difficulty"] for r in records if r}
-    html = _ENV.get_template("page.html.j2").render(
-        model=model,
-        model_label=label or model,
-        all_models=list(all_models),
-        other_models=[m for m in all_models if m != model],
-        task_choices=[
-            (
-                t,
-                titles.get(t, t)
-                + (f" ({TASK_ABBREVIATIONS[t]})" if t in TASK_ABBREVIATIONS else ""),
+    task_choices = [
+        (t, titles.get(t, t) + (f" ({TASK_ABBREVIATIONS[t]})" if t in TASK_ABBREVIATIONS else ""))
+        for t in filters
+    ]
+    rows = stamp_rows(stamp) if stamp else []
+    html = _fill(
+        (TEMPLATES / "page.html").read_text(encoding="utf-8"),
+        {
+            "css": (TEMPLATES / "explorer.css").read_text(encoding="utf-8"),
+            "js": (TEMPLATES / "explorer.js").read_text(encoding="utf-8"),
+            "model": escape(model),
+            "model_label": escape(label or model),
+            "task_options": _options(task_choices),
+            "difficulty_options": _options(
+                [(d, d) for d in difficulties if d in used_difficulties]
+            ),
+            "result_options": _options([(o, OUTCOME_TITLES[o]) for o in OUTCOMES]),
+            "stage_options": _options([(s, s) for s in STAGES]),
+            "compare_options": _options([(m, m) for m in all_models if m != model]),
+            "model_links": " · ".join(_model_link(m, m == model) for m in all_models),
+            "stamp_rows": "".join(
+                f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows
             )
-            for t in filters
-        ],  # fmt: skip
-        difficulties=[d for d in difficulties if d in used_difficulties],
-        stages=STAGES,
-        results=[(o, OUTCOME_TITLES[o]) for o in OUTCOMES],
-        page_size=PAGE_SIZE,
-        stamp_rows=stamp_rows(stamp) if stamp else [],
-        index_json=jinja2.utils.markupsafe.Markup(_json_for_script(index)),
+            or "<tr><td>no stamp</td></tr>",  # fmt: skip
+            "page_size": str(PAGE_SIZE),
+            "index_json": _json_for_script(index),
+        },
     )
     page_path.parent.mkdir(parents=True, exist_ok=True)
     page_path.write_text(html, encoding="utf-8")
