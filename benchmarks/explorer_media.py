@@ -91,7 +91,9 @@ def compare_thumbnails(before: Path, after: Path, limit: int = 300) -> None:
     old = pd.read_parquet(before / "media.parquet").set_index("source")
     new = pd.read_parquet(after / "media.parquet").set_index("source")
     images = [s for s in new.index if new.at[s, "kind"] == "image" and s in old.index]
-    images = images[:limit]
+    resized = [s for s in images if new.at[s, "width"] != old.at[s, "width"]]
+    same = [s for s in images if new.at[s, "width"] == old.at[s, "width"]]
+    images = same[: limit // 2] + resized[: limit - min(len(same), limit // 2)]  # both kinds
     between, mad, encoding, sizes = [], [], [], {}
     bytes_old = bytes_new = 0
     for source in images:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dualcog.explorer.matches import ClassMatch, behavior_matches, check_scored, visibility_matches
 from dualcog.scoring.image import SELECTED_CANDIDATE_TASK
@@ -291,12 +290,14 @@ def _rows(
 ) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise from Arrow (no pandas: a fifth of a CPU second of
     imports per job); only `columns` (those present) when given, only the rows of one
-    `parse` mode when given (selected in Arrow, before any Python object is made)."""
-    if parse is not None:
-        table = table.filter(pc.equal(table.column("parse"), parse))
+    `parse` mode when given (rows picked before any dict is made; not with Arrow's compute
+    functions: their first call loads them, and a Python scalar argument loads pandas)."""
     present = table.column_names
     names = present if columns is None else [c for c in columns if c in present]
     values = [table.column(name).to_pylist() for name in names]
+    if parse is not None:
+        keep = [i for i, mode in enumerate(table.column("parse").to_pylist()) if mode == parse]
+        values = [[column[i] for i in keep] for column in values]
     return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
