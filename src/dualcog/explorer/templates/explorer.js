@@ -166,7 +166,7 @@
     });
     if (r.task === "landmark_visibility") {
       badges.appendChild(h("span", { class: "count" },
-        ["count: predicted " + dash(r.count) + ", gold " + r.gold_count]));
+        ["count: predicted " + dash(r.count) + ", gold " + dash(r.gold_count)]));
     }
     const parts = [badges, h("p", { class: "legend-inline" },
       ["video " + fixed(duration, 2) + " s \u00b7 tIoU of each matched pair at the right"])];
