@@ -63,20 +63,17 @@ def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, 
     return buffer.getvalue(), image.size
 
 
-_FOLDERS: set[Path] = set()  # folders made by this process
-
-
 def _write(path: Path, data: bytes) -> None:
     """Write one media file in place. Every file's name is its own source's (and frame's), so
     no two writers of a job share one, and the media folder is a Snakemake `directory()`
     output, removed whole when the job fails: no temporary file and rename per file (a third
     of a frame's cost). A failed write removes the file; a full disk is one DiskFull message."""
-    folder = path.parent
-    if folder not in _FOLDERS:
-        folder.mkdir(parents=True, exist_ok=True)
-        _FOLDERS.add(folder)
     try:
-        path.write_bytes(data)
+        try:
+            path.write_bytes(data)
+        except FileNotFoundError:  # the first file of its folder
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
     except BaseException as error:
         path.unlink(missing_ok=True)
         if atomic.is_disk_full(error):
