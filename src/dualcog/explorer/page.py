@@ -17,10 +17,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+import markupsafe
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
@@ -55,6 +56,11 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
     """`{{ name }}` slots filled in one pass (a value is never read for slots itself); every
     value is HTML already, each piece of text in it escaped by the caller."""
     return _SLOT.sub(lambda found: values[found.group(1)], template)
+
+
+def escape(text: str) -> str:
+    """HTML-escaped text (& < > " ', as the leaderboard's Jinja2 autoescape writes them)."""
+    return str(markupsafe.escape(text))
 
 
 def _model_link(model: str, current: bool) -> str:
