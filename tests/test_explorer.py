@@ -1,4 +1,5 @@
-"""Explorer internals: matches against hand-computed cases, box placement, page and chunks."""
+"""Explorer internals: matches against hand-computed cases, box placement, page and chunks;
+cards as headless Chromium draws them from the chunks' records."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
 import pytest
+from browser import Browser, require_chromium
 from PIL import Image
 from score_fixtures import (
     behavior_parsed,
@@ -24,12 +27,20 @@ from score_fixtures import (
 )
 
 from dualcog.explorer.matches import ExplorerError, behavior_matches, visibility_matches
-from dualcog.explorer.media import MAX_FRAMES, grid_times, image_thumbnail, video_frames
+from dualcog.explorer.media import (
+    MAX_FRAMES,
+    PLAIN_THUMB_SIZE,
+    THUMB_SIZE,
+    grid_times,
+    image_thumbnail,
+    shown_images,
+    video_frames,
+)
 from dualcog.explorer.page import (
     CHUNK_BYTES_LIMIT,
     CHUNK_SIZE,
     PAGE_BYTES_LIMIT,
-    render_cards,
+    UNSHOWN_KEYS,
     task_filters,
     write_explorer,
 )
@@ -38,6 +49,30 @@ from dualcog.media.store import UnreadableMedia
 from dualcog.outcomes import request_outcomes
 from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
 from dualcog.scoring import SCORES, score_samples
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_chromium()
+    with Browser() as opened:
+        yield opened
+
+
+def _drawn(browser: Browser, folder: Path, records, model: str = "m", others=()) -> list[str]:
+    """The cards of `records` as the page draws them in Chromium (one page of them, the
+    browser's serialization of each drawn card), with no script errors."""
+    files = write_explorer(model, records, folder / "page.html", folder / "data" / model,
+                           all_models=[model, *others], stamp=None)  # fmt: skip
+    browser.open("about:blank")
+    browser.errors.clear()
+    browser.open(files.page.as_uri())
+    browser.wait_for("document.body.dataset.rendered")
+    cards = browser.evaluate(
+        "Array.from(document.querySelectorAll('#cards > *')).map(e => e.outerHTML)"
+    )
+    # Thumbnails and frames these cases name are not on disk: only those loads may fail.
+    assert [e for e in browser.errors if "ERR_FILE_NOT_FOUND" not in e] == []
+    return cards
 
 
 def _records(samples, parsed, scores, responses, media):
@@ -203,6 +238,13 @@ def test_stale_scores_are_refused() -> None:
     with pytest.raises(ExplorerError, match="sample v1, landmark_visibility"):
         _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                        MediaIndex({}, {}))  # fmt: skip
+    # Each count the table holds is checked: false positives, missed, the tIoU sum.
+    for column, task in (("interval_fp", "atomic_behavior"), ("interval_fn", "composite_behavior"),
+                         ("tiou_sum", "landmark_visibility")):  # fmt: skip
+        scores = score_samples(samples, parsed, ("compatible",))
+        scores.loc[scores["task"] == task, column] += 1
+        with pytest.raises(ExplorerError, match=f"{task}: .*{column}"):
+            _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), MediaIndex({}, {}))
 
 
 def test_task_filters_accept_scored_tasks_and_families() -> None:
@@ -238,7 +280,7 @@ def test_grid_times_are_bounded() -> None:
     assert len(long) <= MAX_FRAMES and long[-1] <= 600.0
 
 
-def test_page_and_chunks(tmp_path: Path) -> None:
+def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _image_case()
     scores = score_samples(samples, parsed, ("compatible",))
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
@@ -261,13 +303,30 @@ def test_page_and_chunks(tmp_path: Path) -> None:
     assert index["entries"][:2] == [[1, 0, 0, 2, -1, 0], [0, 0, 0, 3, -1, 0]]
     assert index["results"][0] == "answered"
     assert index["tasks"] == ["landmark_position", "future_observation"]
-    assert '<option value="other">' in html and "http" not in html.replace("http-equiv", "")
+    # Nothing is fetched from the network (the SVG namespace is a name, not a fetch).
+    offline = html.replace("http-equiv", "").replace('"http://www.w3.org/2000/svg"', "")
+    assert '<option value="other">' in html and "http" not in offline
     chunk = files.chunks[0].read_text()
     assert chunk.startswith('dualcogChunk("m",0,[')
-    cards = json.loads(chunk[len('dualcogChunk("m",0,') : -len(");\n")])
-    assert len(cards) == CHUNK_SIZE and cards[2:] == [None] * (CHUNK_SIZE - 2)
-    boxes = [a["class"] for tag, a in _elements(cards[0]) if tag == "rect"]
+    shown = json.loads(chunk[len('dualcogChunk("m",0,') : -len(");\n")])
+    assert len(shown) == CHUNK_SIZE and shown[2:] == [None] * (CHUNK_SIZE - 2)
+    # The records as built, less what no card shows; tuples become JSON arrays.
+    assert shown[0] == json.loads(json.dumps({k: v for k, v in records[0].items()
+                                              if k not in UNSHOWN_KEYS}))  # fmt: skip
+    assert "scene" not in shown[0] and shown[0]["images"][1]["file"] == "media/A.jpg"
+    cards = _drawn(browser, tmp_path / "drawn", records)
+    assert len(cards) == 2  # the page's cards: the two samples of this run
+    elements = _elements(cards[0])
+    boxes = [a["class"] for tag, a in elements if tag == "rect"]
     assert boxes == ["box scored-against", "box pred", "box gold"]
+    rects = {a["class"]: a for tag, a in elements if tag == "rect"}
+    # On candidate A's 320 x 240 thumbnail: the chosen candidate's box and the prediction.
+    assert [float(v) for v in rects["box pred"]["data-xyxy"].split(",")] == [0.5, 0.5, 0.8, 0.9]
+    assert {k: rects["box pred"][k] for k in ("x", "y", "width", "height")} == {
+        "x": "160", "y": "120", "width": "96", "height": "96"}  # fmt: skip
+    text = elements[-1][1]["text"]
+    assert "Future Observation" in text and "✓ box (IoU ≥ 0.5)" in text and "IoU 0.750" in text
+    assert "✗ answer" in text and "request outcome" in text and "answered" in text
 
 
 def _elements(html: str) -> list[tuple[str, dict[str, str]]]:
@@ -291,8 +350,9 @@ def _elements(html: str) -> list[tuple[str, dict[str, str]]]:
     return parser.found + [("#text", {"text": "".join(parser.text)})]
 
 
-def test_card_text_is_escaped_in_attributes_and_text() -> None:
-    """Quotes, apostrophes and markup in ids, labels and raw responses stay text."""
+def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Browser) -> None:
+    """Quotes, apostrophes and markup in ids, labels, raw responses and the model's name stay
+    text in the drawn cards, and none of it runs."""
     samples, parsed = _image_case()
     odd = "lp1'\"<b>&"
     samples.loc[samples.sample_id == "lp1", "sample_id"] = odd
@@ -300,19 +360,38 @@ def test_card_text_is_escaped_in_attributes_and_text() -> None:
     samples.at[1, "options"] = [{"option_id": "A", "label": 'it\'s <i>"A"</i>', "level": None}]
     scores = score_samples(samples, parsed, ("compatible",))
     responses = _responses(["fo1", odd], {"fo1": "future_observation", odd: "landmark_position"})
-    responses["raw_text"] = ["</pre><script>x='1'</script>", 'say "hi" & <bye>']
+    hostile = ("</pre><script>window.ran = 1</script><img src=x onerror='window.ran = 2'>"
+               "</script><!--")  # fmt: skip
+    responses["raw_text"] = [hostile, 'say "hi" & <bye>']
     records = _records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
-    cards = render_cards(records, "m'o\"d")
+    model = "m'o\"d<img src=x onerror='window.ran = 3'>"
+    other = "<script>window.ran = 4</script>"
+    cards = _drawn(browser, tmp_path, records, model, [other])
+    assert browser.evaluate("window.ran === undefined")  # nothing ran
+    assert browser.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    scripts = browser.evaluate(
+        "Array.from(document.scripts).map(s => s.id || s.src.replace(/^.*\\/data\\//, 'data/')"
+        " || 'inline')"
+    )
+    chunk = next(s for s in scripts if s.startswith("data/"))  # the one chunk it loaded
+    assert sorted(scripts) == [chunk, "explorer-index", "inline"]
+    assert unquote(chunk) == f"data/{model}/c00000.js"
+    assert browser.evaluate("document.querySelector('nav.models').textContent").count(model) == 1
+    assert browser.evaluate("document.querySelector('nav.models a').textContent") == other
+    assert browser.evaluate("document.title") == f"Explorer · {model}"
     elements = _elements(cards[1])
     article = next(a for tag, a in elements if tag == "article")
-    assert article["data-sample"] == odd and article["data-model"] == "m'o\"d"
+    assert article["data-sample"] == odd and article["data-model"] == model
     tags = [tag for tag, _ in elements]
     assert tags.count("b") == 1 and "i" not in tags  # the one option's id; its label is text
     text = elements[-1][1]["text"]
-    assert 'it\'s <i>"A"</i>' in text and 'say "hi" & <bye>' in text
+    assert 'it\'s <i>"A"</i>' in text and 'say "hi" & <bye>' in text and model in text
     first = _elements(cards[0])
     assert "script" not in [tag for tag, _ in first]
-    assert "</pre><script>x='1'</script>" in first[-1][1]["text"]
+    assert [tag for tag, _ in first].count("img") == 0  # thumbnails are SVG <image> elements
+    assert hostile in first[-1][1]["text"]
+    # The raw response is the <pre>'s one text node, in full.
+    assert browser.evaluate("document.querySelector('#cards article pre').textContent") == hostile
 
 
 DEMO_VIDEO = next(
@@ -332,6 +411,34 @@ def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
             assert frame.size == (160, 120)
 
 
+def test_thumbnails_only_of_shown_images_at_their_drawn_size(tmp_path: Path) -> None:
+    """Image cards show every image of their sample, boxes never on a reference (shown small);
+    video cards show no still image."""
+
+    def media(*items):
+        return [{"role": role, "path": path, "resolved_path": path} for role, path in items]
+
+    samples = pd.DataFrame({"media": [
+        media(("reference", "/r1.jpg"), ("target", "/t1.jpg")),
+        media(("reference", "/r2.jpg"), ("candidate_A", "/a.jpg")),
+        media(("reference", "/t1.jpg"), ("target", "/r1.jpg")),  # each also a target: large
+        media(("video", "/v.mp4"), ("reference", "/vr.jpg")),  # not shown
+    ]})  # fmt: skip
+    large, small = THUMB_SIZE, PLAIN_THUMB_SIZE
+    assert shown_images(samples) == {
+        "/a.jpg": large, "/r1.jpg": large, "/r2.jpg": small, "/t1.jpg": large
+    }  # fmt: skip
+    source = tmp_path / "big.jpg"
+    Image.new("RGB", (800, 600), (90, 120, 30)).save(source, format="JPEG")
+    small = image_thumbnail(str(source), tmp_path, PLAIN_THUMB_SIZE)
+    large = image_thumbnail(str(source), tmp_path / "large")
+    assert (small.width, small.height, large.width, large.height) == (200, 150, 320, 240)
+    with Image.open(tmp_path / small.files[0]) as image:
+        assert image.size == (200, 150)
+        pixel = image.getpixel((100, 75))
+        assert max(abs(a - b) for a, b in zip(pixel, (90, 120, 30), strict=True)) <= 3
+
+
 def test_undecodable_source_image_is_a_clear_error(tmp_path: Path) -> None:
     source = tmp_path / "broken.jpg"
     source.write_bytes(b"\xff\xd8 not a jpeg")
@@ -340,7 +447,7 @@ def test_undecodable_source_image_is_a_clear_error(tmp_path: Path) -> None:
     assert info.value.file == str(source)
 
 
-def test_timeline_labels_are_escaped() -> None:
+def test_timeline_labels_are_escaped(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _video_case()
     samples.at[0, "options"] = [
         {"option_id": "A", "label": "<b>it's</b>", "level": "atomic"},
@@ -350,6 +457,37 @@ def test_timeline_labels_are_escaped() -> None:
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                              MediaIndex({}, {}))  # fmt: skip
-    elements = _elements(render_cards(records, "m")[0])
+    elements = _elements(_drawn(browser, tmp_path, records)[0])
     assert [tag for tag, _ in elements].count("b") == 2  # the option ids; labels are text
     assert "A. <b>it's</b>" in elements[-1][1]["text"] and 'B. a "B"' in elements[-1][1]["text"]
+
+
+def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -> None:
+    """Timelines: gold and predicted bars where the records put them, matched pairs, false
+    positives, the level headings and the frame strip."""
+    samples, parsed = _video_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    media = MediaIndex({}, {"/v.mp4": ([f"f{i}.jpg" for i in range(13)],
+                                       [i * 0.5 for i in range(13)])})  # fmt: skip
+    tasks = dict(zip(samples.sample_id, samples.task, strict=True))
+    records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
+    behavior, visibility = (_elements(card) for card in _drawn(browser, tmp_path, records))
+    svgs = [a for tag, a in visibility if tag == "svg"]
+    assert [a["data-duration"] for a in svgs] == ["6"]
+    rects = [(a["class"].split(), a["data-interval"], a["x"], a["width"])
+             for tag, a in visibility if tag == "rect"]  # fmt: skip
+    # 440 px for 6 s from x = 170: [1, 3] at 243.33, 146.67 wide; [4, 5] 73.33 wide.
+    assert rects == [
+        (["interval", "gold"], "1,3", "243.33", "146.67"),
+        (["interval", "pred"], "1,3", "243.33", "146.67"),
+        (["interval", "pred", "fp"], "4,5", "463.33", "73.33"),
+    ]
+    text = visibility[-1][1]["text"]
+    assert "Visibility segments: 1 matched (tIoU ≥ 0.5), 1 false positive, 0 missed" in text
+    assert "count: predicted 2, gold 1" in text and "1.00" in text  # the matched pair's tIoU
+    lines = [a["class"] for tag, a in visibility if tag == "line"]
+    assert lines.count("pair") == 1 and lines.count("tick") == 7  # 0..6 s, one a second
+    headings = behavior[-1][1]["text"]
+    assert "Composite level: 1 matched" in headings and "option set exact" in headings
+    frames = [a["src"] for tag, a in behavior if tag == "img"]
+    assert frames == ["f0.jpg", "f6.jpg"]

@@ -10,6 +10,6 @@ SCORER_VERSION = "score-2"
 TABLES_VERSION = "tables-4"
 STATS_VERSION = "stats-1"
 PLOTS_VERSION = "plots-1"
-EXPLORER_VERSION = "explorer-5"  # 3: request-outcome filter; 4: thumbnails from the sources;
+EXPLORER_VERSION = "explorer-6"  # 3: request-outcome filter; 4: thumbnails from the sources;
 # 5: a refusal text makes a sample refused, bilinear thumbnails, outcome classes read from
-# the parse step
+# the parse step; 6: chunks carry records, the page draws the cards

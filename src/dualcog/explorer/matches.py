@@ -2,8 +2,9 @@
 
 The scorer (`dualcog.scoring`) reports counts per sample; the explorer also needs which gold
 interval matched which prediction. This module runs the scorer's own greedy walk
-(`greedy_walk` over `_scored_pairs`: its tIoU values and tie order), keeping indices, and checks
-every result against the scorer's `match_classes` counts, so what is drawn is what was scored.
+(`greedy_walk` over `_scored_pairs`: its tIoU values and tie order), keeping indices, and
+`check_scored` holds the result against the sample's row of the scores table (matched, false
+positive and missed intervals, and the tIoU sum), so what is drawn is what was scored.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from dualcog.scoring.intervals import (
     clip_predicted,
     gold_array,
     greedy_walk,
-    match_classes,
+    left_to_right_sum,
 )
-from dualcog.scoring.video import LEVELS, score_behavior_answer
+from dualcog.scoring.video import LEVELS
 
 
 class ExplorerError(DualCogError):
@@ -66,26 +67,44 @@ def match_one_class(label: str, gold: np.ndarray, pred: np.ndarray, invalid: int
     return match
 
 
-def _check(classes: Sequence[ClassMatch], expected: IntervalCounts, where: str) -> None:
+def class_counts(classes: Sequence[ClassMatch]) -> IntervalCounts:
+    """The scorer's counts (`match_classes`) of one sample's classes, from their matches."""
     tp = sum(len(c.matched) for c in classes)
-    tiou_sum = sum(sum(c.overlap.values()) for c in classes)
-    if tp != expected.tp or not math.isclose(tiou_sum, expected.tiou_sum, abs_tol=1e-9):
-        raise ExplorerError(
-            f"{where}: explorer matching ({tp} matches, tIoU sum {tiou_sum:.6f}) differs from "
-            f"the scorer's ({expected.tp}, {expected.tiou_sum:.6f})"
-        )
+    n_gold = sum(len(c.gold) for c in classes)
+    n_pred = sum(len(c.pred) + c.invalid_pred for c in classes)
+    tiou_sum = 0.0
+    for c in classes:
+        tiou_sum += left_to_right_sum(c.overlap.values())
+    return IntervalCounts(tp=tp, fp=n_pred - tp, fn=n_gold - tp, tiou_sum=tiou_sum, n_gold=n_gold)
+
+
+SCORED_COUNTS = ("interval_tp", "interval_fp", "interval_fn", "tiou_sum")
+
+
+def check_scored(classes: Sequence[ClassMatch], score: Mapping, where: str) -> None:
+    """Raise unless the classes' counts are the scores table's (where it holds them): a
+    stale scores table, or matching that drifted from the scorer's, never reaches a page."""
+    counts = class_counts(classes)
+    mine = (counts.tp, counts.fp, counts.fn, counts.tiou_sum)
+    for name, value in zip(SCORED_COUNTS, mine, strict=True):
+        scored = score.get(name)
+        if scored is None or (isinstance(scored, float) and math.isnan(scored)):
+            continue
+        if not math.isclose(value, scored, rel_tol=0.0, abs_tol=1e-9):
+            raise ExplorerError(
+                f"{where}: the explorer's matching gives {name} {value:g}, the scores table "
+                f"holds {scored:g} (stale scores? rerun the score step)"
+            )
 
 
 def visibility_matches(
     gold_intervals: Sequence | None, intervals: Sequence | None, duration: float | None
 ) -> tuple[ClassMatch, IntervalCounts]:
-    """Visibility segments as one class, checked against the scorer."""
+    """Visibility segments as one class, and its counts (check them with `check_scored`)."""
     gold = gold_array(gold_intervals)
     pred, invalid = clip_predicted(intervals, duration)
-    counts = match_classes({"visible": gold}, {"visible": pred}, invalid)
     match = match_one_class("visible", gold, pred, invalid)
-    _check([match], counts, "visibility")
-    return match, counts
+    return match, class_counts([match])
 
 
 def behavior_matches(
@@ -96,10 +115,9 @@ def behavior_matches(
 ) -> dict[str, list[ClassMatch]]:
     """Per level (composite, atomic), one ClassMatch per option gold or predicted there.
 
-    Levels and merged repeats follow `score_behavior_answer`, whose counts each level is
-    checked against.
+    Levels and merged repeats follow `score_behavior_answer`; `check_scored` holds each
+    level against its row of the scores table.
     """
-    level_scores = score_behavior_answer(options, gold_items, answers, duration)
     option_level = dict(level_of_options(options))
     gold_by: dict[str, dict[str, list]] = {level: {} for level in LEVELS}
     for item in gold_items if gold_items is not None else ():
@@ -125,7 +143,6 @@ def behavior_matches(
                 classes.append(ClassMatch(label, [], _pairs(pred), invalid))
             else:
                 classes.append(match_one_class(label, gold, pred, invalid))
-        _check(classes, level_scores[level].intervals, f"behavior {level} level")
         out[level] = classes
     return out
 

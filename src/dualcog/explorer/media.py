@@ -14,7 +14,6 @@ import math
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
@@ -23,9 +22,13 @@ from PIL import Image
 from dualcog import atomic
 from dualcog.atomic import DiskFull
 from dualcog.media.store import DECODE_ERRORS, MediaFailures, UnreadableMedia, fit_size
-from dualcog.prompts.render import image_sources
 
 THUMB_SIZE = (320, 240)
+# Images the cards only ever show small, never with a box (records.py draws boxes on targets
+# and candidates only; explorer.css shows a view without boxes at 200 x 150): made at that size,
+# which the JPEG decoder's draft mode gives a 4x larger source with no resize at all.
+PLAIN_THUMB_SIZE = (200, 150)
+UNBOXED_ROLES = frozenset({"reference"})
 FRAME_SIZE = (160, 120)
 THUMB_QUALITY = 78
 FRAME_STEP_SEC = 0.5  # frame grid step, widened so that a video keeps at most MAX_FRAMES
@@ -61,19 +64,32 @@ def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, 
 
 
 def _write(path: Path, data: bytes) -> None:
-    # A temporary file unique per writer (two sources with identical bytes share one
-    # thumbnail file), removed on failure; a full disk is one DiskFull message.
-    atomic.write_bytes(path, data)
+    """Write one media file in place. Every file's name is its own source's (and frame's), so
+    no two writers of a job share one, and the media folder is a Snakemake `directory()`
+    output, removed whole when the job fails: no temporary file and rename per file (a third
+    of a frame's cost). A failed write removes the file; a full disk is one DiskFull message."""
+    try:
+        try:
+            path.write_bytes(data)
+        except FileNotFoundError:  # the first file of its folder
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    except BaseException as error:
+        path.unlink(missing_ok=True)
+        if atomic.is_disk_full(error):
+            raise atomic.disk_full(path, error) from None  # type: ignore[arg-type]
+        raise
 
 
-def image_thumbnail(source: str, folder: Path) -> MediaRow:
-    """Thumbnail of the source image (raises `UnreadableMedia` when it does not decode)."""
+def image_thumbnail(source: str, folder: Path, size: tuple[int, int] = THUMB_SIZE) -> MediaRow:
+    """Thumbnail of the source image within `size` (raises `UnreadableMedia` when it does not
+    decode)."""
     name = hashlib.sha256(f"explorer-thumb-1\x1f{source}".encode()).hexdigest()[:32]
     relative = f"media/{name[:2]}/{name}.jpg"
     try:
         with Image.open(source) as image:
-            image.draft("RGB", THUMB_SIZE)  # JPEG decode at reduced scale: much less work
-            data, size = _jpeg(image, THUMB_SIZE)
+            image.draft("RGB", size)  # JPEG decode at reduced scale: much less work
+            data, size = _jpeg(image, size)
     except DECODE_ERRORS as exc:
         raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
     _write(folder / relative, data)
@@ -141,11 +157,13 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
         # Default (no frame threads): the rule already runs one video per worker thread, and
         # frame threading cost ~30 % more CPU per video at the benchmark's frame size.
         stream = container.streams.video[0]
+        # pts * num / den: float(Fraction(pts) * time_base) exactly (both correctly rounded).
+        num, den = stream.time_base.numerator, stream.time_base.denominator
         previous = None  # (time, frame)
         start = None
         for frame in container.decode(stream):
             pts = frame.pts if frame.pts is not None else 0
-            time = float(Fraction(pts) * stream.time_base)
+            time = pts * num / den
             start = time if start is None else start
             time -= start
             # Times rise, so a target's nearest frame is the last one before the distance grows.
@@ -164,13 +182,29 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
     return MediaRow("video", source, files, stamps, *size)
 
 
+def shown_images(samples: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """The still images the cards show, each with its thumbnail size: an image card shows all
+    of its sample's images; a video card none (only its frame grid)."""
+    sizes: dict[str, tuple[int, int]] = {}
+    for media in samples["media"]:
+        if any(item["role"] == "video" for item in media):
+            continue
+        for item in media:
+            source = item["resolved_path"]
+            if item["role"] not in UNBOXED_ROLES or sizes.get(source) == THUMB_SIZE:
+                sizes[source] = THUMB_SIZE
+            else:
+                sizes[source] = PLAIN_THUMB_SIZE
+    return dict(sorted(sizes.items()))
+
+
 def prepare_explorer_media(
     samples: pd.DataFrame,
     folder: str | Path,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """Thumbnails of every still image and frame grids of every video in `samples`.
+    """Thumbnails of the still images the cards show and frame grids of every video.
 
     Returns the media index (MEDIA_COLUMNS), one row per distinct source. Every file is
     tried; `MediaFailures` then lists each one that does not decode.
@@ -193,7 +227,8 @@ def prepare_explorer_media(
             return failure
 
     jobs: list[Callable[[], MediaRow]] = [
-        (lambda s=source: image_thumbnail(s, folder)) for source in image_sources(samples)
+        (lambda s=source, z=size: image_thumbnail(s, folder, z))
+        for source, size in shown_images(samples).items()
     ]
     jobs += [(lambda s=source: video_frames(s, durations[s], folder)) for source in videos]
     rows: list[MediaRow] = []

@@ -2,10 +2,12 @@
 
 Layout under the explorer folder (all relative, so the folder works offline and moved whole):
   <model>.html             CSS, script and the compact filter index inlined
-  data/<model>/cNNNNN.js   pre-rendered sample cards, CHUNK_SIZE per file, loaded per page
+  data/<model>/cNNNNN.js   the samples' records (explorer.records) as JSON, CHUNK_SIZE per
+                           file, loaded per page; the page's script draws their cards
   media/...                thumbnails and frame grids shared by all models (explorer.media)
 Chunk numbers follow the benchmark's sample order, the same for every model, so the compare
-view loads the same chunk of a second model.
+view loads the same chunk of a second model. The cards are drawn in the browser with DOM calls
+(text as text nodes, values as attributes), so writing a page is one `json.dumps` per chunk.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-import jinja2
-import jinja2.ext
+import markupsafe
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
@@ -46,43 +48,34 @@ BOX_TITLES = {"gold": "gold", "pred": "predicted", "scored-against": "chosen can
 VIDEO_FAMILY = ("behavior", "landmark_visibility")
 
 
-class _RecordEnvironment(jinja2.Environment):
-    """Looks `r.task` up as a key first: the records are dicts, and Jinja's default (attribute
-    first, then key) pays a failed attribute lookup for each of the ~700k fields rendered."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
+TEMPLATES = Path(__file__).with_name("templates")
+_SLOT = re.compile(r"\{\{ (\w+) \}\}")
 
 
-class _CollapseNewlines(jinja2.ext.Extension):
-    """Template source: a line break and the indentation around it become one space.
-
-    Same rendering (HTML collapses such whitespace; `<pre>` content only comes from values,
-    never from template text), and about 5 % fewer bytes per card."""
-
-    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
-        return _NEWLINE_RUN.sub(" ", source) if name == "cards.html.j2" else source
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    """`{{ name }}` slots filled in one pass (a value is never read for slots itself); every
+    value is HTML already, each piece of text in it escaped by the caller."""
+    return _SLOT.sub(lambda found: values[found.group(1)], template)
 
 
-_NEWLINE_RUN = re.compile(r"[ \t]*\n\s*")
-
-_ENV = _RecordEnvironment(
-    loader=jinja2.PackageLoader("dualcog.explorer", "templates"),
-    extensions=[_CollapseNewlines],
-    autoescape=jinja2.select_autoescape(["html", "j2"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-    undefined=jinja2.StrictUndefined,
-)
-_ENV.filters["n"] = lambda value: f"{value:.2f}".rstrip("0").rstrip(".")  # SVG numbers
+def escape(text: str) -> str:
+    """HTML-escaped text (& < > " ', as the leaderboard's Jinja2 autoescape writes them)."""
+    return str(markupsafe.escape(text))
 
 
-def _ticks(duration: float) -> list[float]:
-    steps = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
-    step = next((s for s in steps if duration / s <= 8), steps[-1])
-    return [round(i * step, 6) for i in range(int(duration / step + 1e-9) + 1)]
+def _model_link(model: str, current: bool) -> str:
+    if current:
+        return f"<b>{escape(model)}</b>"
+    href = escape(quote(model, safe="/"))
+    return f'<a class="model-link" href="{href}.html">{escape(model)}</a>'
+
+
+def _options(pairs: Sequence[tuple[str, str]]) -> str:
+    return "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in pairs)
+
+
+# Record keys no card shows: left out of the chunks.
+UNSHOWN_KEYS = frozenset({"scene", "landmark", "chosen", "pred_box", "count_correct"})
 
 
 def task_titles() -> dict[str, str]:
@@ -151,19 +144,25 @@ def _json_for_script(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_cards(records: Sequence[Mapping | None], model: str) -> list[str | None]:
-    macro = _ENV.get_template("cards.html.j2").make_module(_globals()).card
-    return [None if r is None else str(macro(r, model)) for r in records]
+def chunk_records(records: Sequence[Mapping | None]) -> list[dict | None]:
+    """The records as a chunk carries them: what the cards show, nothing else."""
+    return [
+        None if r is None else {k: v for k, v in r.items() if k not in UNSHOWN_KEYS}
+        for r in records
+    ]
 
 
-def _globals() -> dict[str, Any]:
-    return {
-        "task_titles": task_titles(),
-        "level_titles": LEVEL_TITLES,
-        "box_titles": BOX_TITLES,
-        "raw_limit": RAW_TEXT_LIMIT,
-        "ticks": _ticks,
-    }
+def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> str:
+    """One chunk file: a call of the page's `dualcogChunk` with the records as JSON (a JSON
+    text is a JavaScript expression; its strings cannot end the call)."""
+    data = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
+    return f"dualcogChunk({json.dumps(model)},{number},{data});\n"
+
+
+def _titles() -> dict[str, Any]:
+    """Titles the page's script draws cards with."""
+    return {"tasks": task_titles(), "levels": LEVEL_TITLES, "boxes": BOX_TITLES,
+            "raw_limit": RAW_TEXT_LIMIT}  # fmt: skip
 
 
 def write_explorer(
@@ -181,17 +180,14 @@ def write_explorer(
     data_dir.mkdir(parents=True, exist_ok=True)
     for old in data_dir.glob("c*.js"):
         old.unlink()
-    cards = render_cards(records, model)
+    shown = chunk_records(records)
     chunk_paths = []
-    for number in range(math.ceil(len(cards) / CHUNK_SIZE)):
-        part = cards[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
+    for number in range(math.ceil(len(shown) / CHUNK_SIZE)):
+        part = shown[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
         if all(c is None for c in part):
             continue
         path = data_dir / f"c{number:05d}.js"
-        path.write_text(
-            f"dualcogChunk({json.dumps(model)},{number},{json.dumps(part, ensure_ascii=False)});\n",
-            encoding="utf-8",
-        )
+        path.write_text(chunk_script(model, number, part), encoding="utf-8")
         chunk_paths.append(path)
     present = [k.task for k in REQUEST_KINDS if any(r and r["task"] == k.task for r in records)]
     difficulties = list(IMAGE_DIFFICULTIES + VIDEO_DIFFICULTIES)
@@ -206,29 +202,37 @@ def write_explorer(
         "stages": list(STAGES),
         "results": list(OUTCOMES),
         "task_filters": filters,
+        "titles": _titles(),
         "entries": [_entry(r, present, difficulties) for r in records],
     }
     used_difficulties = {r["difficulty"] for r in records if r}
-    html = _ENV.get_template("page.html.j2").render(
-        **_globals(),
-        model=model,
-        model_label=label or model,
-        all_models=list(all_models),
-        other_models=[m for m in all_models if m != model],
-        task_choices=[
-            (
-                t,
-                titles.get(t, t)
-                + (f" ({TASK_ABBREVIATIONS[t]})" if t in TASK_ABBREVIATIONS else ""),
+    task_choices = [
+        (t, titles.get(t, t) + (f" ({TASK_ABBREVIATIONS[t]})" if t in TASK_ABBREVIATIONS else ""))
+        for t in filters
+    ]
+    rows = stamp_rows(stamp) if stamp else []
+    html = _fill(
+        (TEMPLATES / "page.html").read_text(encoding="utf-8"),
+        {
+            "css": (TEMPLATES / "explorer.css").read_text(encoding="utf-8"),
+            "js": (TEMPLATES / "explorer.js").read_text(encoding="utf-8"),
+            "model": escape(model),
+            "model_label": escape(label or model),
+            "task_options": _options(task_choices),
+            "difficulty_options": _options(
+                [(d, d) for d in difficulties if d in used_difficulties]
+            ),
+            "result_options": _options([(o, OUTCOME_TITLES[o]) for o in OUTCOMES]),
+            "stage_options": _options([(s, s) for s in STAGES]),
+            "compare_options": _options([(m, m) for m in all_models if m != model]),
+            "model_links": " · ".join(_model_link(m, m == model) for m in all_models),
+            "stamp_rows": "".join(
+                f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows
             )
-            for t in filters
-        ],  # fmt: skip
-        difficulties=[d for d in difficulties if d in used_difficulties],
-        stages=STAGES,
-        results=[(o, OUTCOME_TITLES[o]) for o in OUTCOMES],
-        page_size=PAGE_SIZE,
-        stamp_rows=stamp_rows(stamp) if stamp else [],
-        index_json=jinja2.utils.markupsafe.Markup(_json_for_script(index)),
+            or "<tr><td>no stamp</td></tr>",  # fmt: skip
+            "page_size": str(PAGE_SIZE),
+            "index_json": _json_for_script(index),
+        },
     )
     page_path.parent.mkdir(parents=True, exist_ok=True)
     page_path.write_text(html, encoding="utf-8")

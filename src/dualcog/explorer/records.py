@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dualcog.explorer.matches import ClassMatch, ExplorerError, behavior_matches, visibility_matches
+from dualcog.explorer.matches import ClassMatch, behavior_matches, check_scored, visibility_matches
 from dualcog.scoring.image import SELECTED_CANDIDATE_TASK
 from dualcog.tasks import IMAGE_TASKS, REQUEST_BY_TASK
 
@@ -186,15 +186,6 @@ def _strip(source: str | None, classes: Sequence[ClassMatch], media: MediaIndex)
     return sorted(strip, key=lambda f: (f["start"], f["label"]))
 
 
-def _check_counts(classes: Sequence[ClassMatch], score: Mapping[str, Any], where: str) -> None:
-    tp = sum(len(c.matched) for c in classes)
-    if _present(score.get("interval_tp")) and tp != int(score["interval_tp"]):
-        raise ExplorerError(
-            f"{where}: {tp} matched intervals, the scores table holds {int(score['interval_tp'])}"
-            " (stale scores? rerun the score step)"
-        )
-
-
 def _video_source(sample) -> str | None:
     return next((m["resolved_path"] for m in _items(sample["media"]) if m["role"] == "video"), None)
 
@@ -214,7 +205,7 @@ def _behavior_record(sample, parsed, scores_by_task, media: MediaIndex) -> dict[
     for level, classes in levels.items():
         task = f"{level}_behavior"
         score = scores_by_task.get(task, {})
-        _check_counts(classes, score, f"sample {sample['sample_id']}, {task}")
+        check_scored(classes, score, f"sample {sample['sample_id']}, {task}")
         all_classes += classes
         out_levels[level] = {
             "classes": [_class_view(c, names) for c in classes],
@@ -251,7 +242,7 @@ def _visibility_record(sample, parsed, score, media: MediaIndex) -> dict[str, An
     duration = _number(sample["duration_sec"])
     intervals = _items(parsed.get("visible_intervals")) if intervals_ok else None
     match, _ = visibility_matches(_items(sample["gold_visible_intervals"]), intervals, duration)
-    _check_counts([match], score, f"sample {sample['sample_id']}, landmark_visibility")
+    check_scored([match], score, f"sample {sample['sample_id']}, landmark_visibility")
     return {
         "duration": duration,
         "levels": {
@@ -280,6 +271,18 @@ SAMPLE_COLUMNS = (
     "gold_items", "gold_visible_count", "gold_visible_intervals",
 )  # fmt: skip
 RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type")
+# Of the parsed and scored rows, the columns a record reads (the drawn parse's rows only).
+PARSED_COLUMNS = (
+    "sample_id", "task", "stage", "option_ids", "option_valid", "option_reason", "bbox",
+    "bbox_valid", "bbox_reason", "bbox_rescaled", "bbox_reordered", "answers", "answers_valid",
+    "answers_reason", "visible_count", "count_valid", "count_reason", "visible_intervals",
+    "intervals_valid", "intervals_reason",
+)  # fmt: skip
+SCORE_COLUMNS = (
+    "sample_id", "task", "iou", "option_correct", "bbox_hit", "semantic_ok", "evidence_ok",
+    "interval_tp", "interval_fp", "interval_fn", "tiou_sum", "sample_f1_50", "set_exact",
+    "count_correct",
+)  # fmt: skip
 
 
 def _rows(
@@ -287,12 +290,15 @@ def _rows(
 ) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise from Arrow (no pandas: a fifth of a CPU second of
     imports per job); only `columns` (those present) when given, only the rows of one
-    `parse` mode when given."""
+    `parse` mode when given (rows picked before any dict is made; not with Arrow's compute
+    functions: their first call loads them, and a Python scalar argument loads pandas)."""
     present = table.column_names
     names = present if columns is None else [c for c in columns if c in present]
     values = [table.column(name).to_pylist() for name in names]
-    rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
-    return rows if parse is None else [row for row in rows if row["parse"] == parse]
+    if parse is not None:
+        keep = [i for i, mode in enumerate(table.column("parse").to_pylist()) if mode == parse]
+        values = [[column[i] for i in keep] for column in values]
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _by_sample(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -312,15 +318,14 @@ def sample_records(
     The workflow's tables as Arrow: SAMPLES, the run's PARSED, SCORES and RESPONSES rows, and
     its request outcome classes (REQUEST_OUTCOMES, written by the `parse` job); a sample
     without an outcome row has no response row: a request error."""
-    parsed_rows = _rows(parsed)
-    parsed_by = _by_sample([row for row in parsed_rows if row["parse"] == DRAWN_PARSE])
+    parsed_by = _by_sample(_rows(parsed, PARSED_COLUMNS, DRAWN_PARSE))
     scores_by: dict[str, dict[str, dict]] = {}
-    for row in _rows(scores, parse=DRAWN_PARSE):
+    for row in _rows(scores, SCORE_COLUMNS, DRAWN_PARSE):
         scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
     response_rows = _rows(responses, RESPONSE_COLUMNS)
     response_by = _by_sample(response_rows)  # the last row of an id wins
     result_by = {(r["sample_id"], r["task"]): r["outcome"] for r in _rows(outcomes)}
-    run_tasks = {r["task"] for r in response_rows} | {r["task"] for r in parsed_rows}
+    run_tasks = {r["task"] for r in response_rows} | set(parsed.column("task").to_pylist())
     records: list[dict[str, Any] | None] = []
     for sample in _rows(samples, SAMPLE_COLUMNS):
         sid, task = sample["sample_id"], sample["task"]

@@ -1,4 +1,7 @@
-// Filters the embedded sample index, then loads only the card chunks of the page shown.
+// Filters the embedded sample index, loads only the card chunks of the page shown, and draws
+// their cards. A chunk carries the samples' records as data (dualcog.explorer.records); every
+// value reaches the page through textContent or setAttribute, never as markup, so a model's
+// answer or name can only ever show as text.
 (function () {
   "use strict";
   const index = JSON.parse(document.getElementById("explorer-index").textContent);
@@ -6,15 +9,253 @@
   const cardsBox = document.getElementById("cards");
   const pager = document.getElementById("pager");
   const summary = document.getElementById("summary");
-  const chunks = {}; // model -> chunk number -> Promise of [html | null]
+  const chunks = {}; // model -> chunk number -> Promise of [record | null]
   const waiting = {}; // "model/chunk" -> resolve function
   const OUTCOMES = { both: 3, answer: 1, box: 2, neither: 0 };
   const FILTERS = ["task", "difficulty", "outcome", "result", "stage", "compare"];
+  const SVG = "http://www.w3.org/2000/svg";
+  const titles = index.titles;
 
-  window.dualcogChunk = function (model, number, cards) {
+  window.dualcogChunk = function (model, number, records) {
     const key = model + "/" + number;
-    if (waiting[key]) { waiting[key](cards); delete waiting[key]; }
+    if (waiting[key]) { waiting[key](records); delete waiting[key]; }
   };
+
+  // --- drawing: elements from data, text as text -------------------------------------------
+
+  function node(namespace, tag, attributes, children) {
+    const element = namespace ? document.createElementNS(namespace, tag)
+      : document.createElement(tag);
+    if (attributes) {
+      Object.keys(attributes).forEach(function (name) {
+        const value = attributes[name];
+        if (value !== null && value !== undefined && value !== false) {
+          element.setAttribute(name, String(value));
+        }
+      });
+    }
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined || child === false) return;
+      element.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+    });
+    return element;
+  }
+  function h(tag, attributes, children) { return node(null, tag, attributes, children); }
+  function s(tag, attributes, children) { return node(SVG, tag, attributes, children); }
+
+  function num(value) { // SVG numbers: two decimals at most, no trailing zeros
+    return value.toFixed(2).replace(/0+$/, "").replace(/\.$/, "");
+  }
+  function fixed(value, digits) { return value.toFixed(digits); }
+  function dash(value, show) {
+    return value === null || value === undefined ? "\u2013" : (show ? show(value) : String(value));
+  }
+  function truncate(text, length) { // Jinja's truncate(length, killwords, "…"), leeway 5
+    return text.length <= length + 5 ? text : text.slice(0, length - 1) + "\u2026";
+  }
+  function taskTitle(task) { return titles.tasks[task] || task; }
+  function ticks(duration) {
+    const steps = [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600];
+    let step = steps[steps.length - 1];
+    for (let i = 0; i < steps.length; i++) { if (duration / steps[i] <= 8) { step = steps[i]; break; } }
+    const out = [];
+    const count = Math.floor(duration / step + 1e-9) + 1;
+    for (let i = 0; i < count; i++) out.push(Math.round(i * step * 1e6) / 1e6);
+    return out;
+  }
+  function badge(ok, what) {
+    return h("span", { class: "badge " + (ok ? "ok" : "bad") }, [(ok ? "\u2713 " : "\u2717 ") + what]);
+  }
+
+  function timeline(level, duration) {
+    const left = 170, track = 440, row = 30;
+    const scale = track / duration;
+    const height = 24 + row * level.classes.length;
+    const svg = s("svg", {
+      class: "timeline", viewBox: "0 0 " + (left + track + 30) + " " + height,
+      width: num(left + track + 30), height: num(height),
+      "data-duration": duration, "data-left": left, "data-track": track,
+    });
+    ticks(duration).forEach(function (tick) {
+      const x = num(left + tick * scale);
+      svg.appendChild(s("line", { class: "tick", x1: x, y1: 0, x2: x, y2: num(height - 14) }));
+      svg.appendChild(s("text", { class: "ticklabel", x: x, y: num(height - 2) }, [tick + "s"]));
+    });
+    level.classes.forEach(function (c, position) {
+      const y = row * position + 2;
+      svg.appendChild(s("text", { class: "classlabel", x: num(left - 6), y: num(y + 16) },
+        [(c.label !== "visible" ? c.label + ". " : "") + truncate(c.name, 24)]));
+      svg.appendChild(s("line", { class: "lane", x1: num(left), y1: num(y + 13),
+        x2: num(left + track), y2: num(y + 13) }));
+      c.gold.forEach(function (g, i) {
+        const missed = c.missed.indexOf(i) >= 0;
+        const overlap = c.overlap[i];
+        let title = "gold " + fixed(g[0], 2) + "\u2013" + fixed(g[1], 2) + " s";
+        if (missed) {
+          title += ": missed";
+          if (overlap !== undefined) {
+            title += " (best overlap tIoU " + fixed(overlap, 2) + " < 0.5)";
+          }
+        }
+        svg.appendChild(s("rect", {
+          class: "interval gold " + (missed ? "miss" : ""), "data-interval": g[0] + "," + g[1],
+          x: num(left + g[0] * scale), y: num(y + 2), width: num(Math.max((g[1] - g[0]) * scale, 1)),
+          height: 10,
+        }, [s("title", null, [title])]));
+      });
+      c.pred.forEach(function (p, i) {
+        const fp = c.false_positive.indexOf(i) >= 0;
+        svg.appendChild(s("rect", {
+          class: "interval pred " + (fp ? "fp" : ""), "data-interval": p[0] + "," + p[1],
+          x: num(left + p[0] * scale), y: num(y + 14), width: num(Math.max((p[1] - p[0]) * scale, 1)),
+          height: 10,
+        }, [s("title", null, ["predicted " + fixed(p[0], 2) + "\u2013" + fixed(p[1], 2) + " s" +
+          (fp ? ": false positive" : "")])]));
+      });
+      c.matched.forEach(function (m) {
+        const g = c.gold[m[0]], p = c.pred[m[1]];
+        svg.appendChild(s("text", { class: "match", x: num(left + track + 2), y: num(y + 16) },
+          [fixed(m[2], 2)]));
+        svg.appendChild(s("line", { class: "pair", x1: num(left + (g[0] + g[1]) / 2 * scale),
+          y1: num(y + 12), x2: num(left + (p[0] + p[1]) / 2 * scale), y2: num(y + 14) }));
+      });
+      if (c.invalid_pred) {
+        svg.appendChild(s("text", { class: "invalid", x: num(left + track + 2), y: num(y + 26) },
+          ["+" + c.invalid_pred + " invalid"]));
+      }
+    });
+    return svg;
+  }
+
+  function imageParts(r) {
+    const badges = h("div", { class: "badges" }, [
+      badge(r.option_correct, "answer"), badge(r.bbox_hit, "box (IoU \u2265 0.5)"),
+      h("span", { class: "iou" }, ["IoU " + dash(r.iou, function (v) { return fixed(v, 3); })]),
+    ]);
+    const views = h("div", { class: "views" });
+    r.images.forEach(function (im) {
+      const w = im.width, ht = im.height;
+      const thumb = s("svg", { class: "thumb", "data-role": im.role,
+        viewBox: "0 0 " + w + " " + ht, preserveAspectRatio: "none" });
+      if (im.file) {
+        thumb.appendChild(s("image", { href: im.file, x: 0, y: 0, width: num(w), height: num(ht),
+          preserveAspectRatio: "none" }));
+      }
+      const caption = h("figcaption", null, [im.role.replace(/_/g, " ")]);
+      im.boxes.forEach(function (b) {
+        const x0 = b.xyxy[0], y0 = b.xyxy[1], x1 = b.xyxy[2], y1 = b.xyxy[3];
+        thumb.appendChild(s("rect", { class: "box " + b.kind, "data-xyxy": b.xyxy.join(","),
+          x: num(x0 * w), y: num(y0 * ht), width: num((x1 - x0) * w), height: num((y1 - y0) * ht) }));
+        caption.appendChild(document.createTextNode(" \u00b7 "));
+        caption.appendChild(h("span", { class: "key " + b.kind }, [titles.boxes[b.kind] || b.kind]));
+      });
+      views.appendChild(h("figure", { class: "view " + (im.boxes.length ? "drawn" : "") },
+        [thumb, caption]));
+    });
+    return [badges, views];
+  }
+
+  function videoParts(r) {
+    const duration = r.duration || 1;
+    const badges = h("div", { class: "badges" });
+    Object.keys(r.outcomes).forEach(function (task) {
+      const bits = r.outcomes[task];
+      badges.appendChild(h("span", { class: "scored" }, [taskTitle(task) + ":"]));
+      badges.appendChild(badge(bits % 2 === 1, "answer"));
+      badges.appendChild(badge(bits >= 2, "intervals (F1@0.5 \u2265 0.5)"));
+    });
+    if (r.task === "landmark_visibility") {
+      badges.appendChild(h("span", { class: "count" },
+        ["count: predicted " + dash(r.count) + ", gold " + dash(r.gold_count)]));
+    }
+    const parts = [badges, h("p", { class: "legend-inline" },
+      ["video " + fixed(duration, 2) + " s \u00b7 tIoU of each matched pair at the right"])];
+    Object.keys(r.levels).forEach(function (name) {
+      const level = r.levels[name];
+      let heading = (titles.levels[name] || name) + ": " + dash(level.tp) +
+        " matched (tIoU \u2265 0.5), " + dash(level.fp) + " false positive, " + dash(level.fn) +
+        " missed \u00b7 F1@0.5 " + dash(level.f1, function (v) { return fixed(v, 2); });
+      if (level.set_exact !== null && level.set_exact !== undefined) {
+        heading += " \u00b7 option set " + (level.set_exact ? "exact" : "not exact");
+      }
+      parts.push(h("section", { class: "level" }, [h("h4", null, [heading]),
+        level.classes.length ? timeline(level, duration)
+          : h("p", { class: "empty" }, ["nothing gold or predicted at this level"])]));
+    });
+    if (r.strip && r.strip.length) {
+      parts.push(h("div", { class: "strip" }, r.strip.map(function (f) {
+        return h("figure", null, [
+          h("img", { loading: "lazy", src: f.file, width: 160, height: 120,
+            alt: "frame at " + f.time + " s" }),
+          h("figcaption", null, [f.label + " starts " + fixed(f.start, 2) + " s (frame " +
+            fixed(f.time, 2) + " s)"]),
+        ]);
+      })));
+    }
+    return parts;
+  }
+
+  function drawCard(r, model) {
+    const card = h("article", { class: "card " + r.modality, "data-sample": r.id,
+      "data-model": model }, [h("header", null, [
+      h("span", { class: "task" }, [taskTitle(r.task)]),
+      r.difficulty ? h("span", { class: "difficulty" }, [r.difficulty]) : null,
+      h("span", { class: "model" }, [model]),
+      h("code", { class: "sid" }, [r.id]),
+    ])]);
+    (r.modality === "image" ? imageParts(r) : videoParts(r)).forEach(function (part) {
+      card.appendChild(part);
+    });
+    if (r.modality === "image" || (r.options && r.options.length)) {
+      card.appendChild(h("ul", { class: "options" }, (r.options || []).map(function (o) {
+        return h("li", { class: (o.gold ? "gold" : "") + " " + (o.chosen ? "chosen" : "") }, [
+          h("b", null, [o.id]), " " + o.label,
+          o.level ? " " : null, o.level ? h("i", null, [o.level]) : null,
+          o.gold ? " " : null, o.gold ? h("span", { class: "tag gold" }, ["gold"]) : null,
+          o.chosen ? " " : null, o.chosen ? h("span", { class: "tag chosen" }, ["chosen"]) : null,
+        ]);
+      })));
+    }
+    let status = "";
+    if (r.status !== "ok") {
+      status = " \u00b7 response " + r.status + (r.error_type ? " (" + r.error_type + ")" : "");
+    }
+    const table = h("table", { class: "fields" }, [h("tbody", null, [
+      h("tr", null, [h("th", null, ["request outcome"]), h("td", { colspan: 2 }, [
+        h("span", { class: "result result-" + r.result }, [r.result.replace(/_/g, " ")])])]),
+      h("tr", null, [h("th", null, ["parse stage"]), h("td", { colspan: 2 }, [
+        h("span", { class: "stage stage-" + r.stage }, [r.stage]), status])]),
+    ].concat(r.fields.map(function (f) {
+      return h("tr", null, [h("th", null, [f.name]),
+        h("td", { class: f.valid ? "ok" : "bad" }, [f.valid ? "valid" : "invalid"]),
+        h("td", null, [(f.reason || "") + (f.rescaled ? " rescaled" : "") +
+          (f.reordered ? " reordered" : "")])]);
+    })))]);
+    card.appendChild(table);
+    if (r.question) {
+      card.appendChild(h("details", { class: "question" }, [h("summary", null, ["Question"]),
+        h("p", null, [r.question])]));
+    }
+    card.appendChild(h("details", { class: "raw" }, [
+      h("summary", null, ["Raw response" +
+        (r.raw_truncated ? " (first " + titles.raw_limit + " characters)" : "")]),
+      h("pre", null, [r.raw !== null && r.raw !== undefined ? r.raw : "(no response text)"]),
+    ]));
+    return card;
+  }
+
+  function drawCell(records, position, model) {
+    const record = records && records[position % index.chunk_size];
+    if (!record) return h("div", { class: "missing-card" }, ["not run by this model"]);
+    try {
+      return drawCard(record, model);
+    } catch (error) { // a malformed record: say so in its place, draw the others
+      console.warn("explorer: card " + position + " of " + model + ": " + error);
+      return h("div", { class: "missing-card" }, ["this card could not be drawn"]);
+    }
+  }
+
+  // --- loading and filtering -----------------------------------------------------------------
 
   function chunkUrl(model, number) {
     return "data/" + encodeURIComponent(model) + "/c" + String(number).padStart(5, "0") + ".js";
@@ -82,11 +323,6 @@
     return { positions: positions };
   }
 
-  function cardHtml(cards, position) {
-    const html = cards && cards[position % index.chunk_size];
-    return html || '<div class="missing-card">not run by this model</div>';
-  }
-
   let renderToken = 0;
   function render(state) {
     FILTERS.forEach(function (name) {
@@ -113,14 +349,16 @@
       if (token !== renderToken) return;
       return Promise.all(shown.map(function (position) {
         const n = Math.floor(position / index.chunk_size);
-        return Promise.all(models.map(function (model) { return loadChunk(model, n); }))
-          .then(function (got) {
-            const cells = got.map(function (cards) { return cardHtml(cards, position); });
-            return cells.length > 1 ? '<div class="pair-row">' + cells.join("") + "</div>" : cells[0];
-          });
-      })).then(function (html) {
+        return Promise.all(models.map(function (model) { return loadChunk(model, n); }));
+      })).then(function (loaded) {
         if (token !== renderToken) return;
-        cardsBox.innerHTML = html.join("");
+        const drawn = loaded.map(function (got, i) {
+          const cells = got.map(function (records, m) {
+            return drawCell(records, shown[i], models[m]);
+          });
+          return cells.length > 1 ? h("div", { class: "pair-row" }, cells) : cells[0];
+        });
+        cardsBox.replaceChildren.apply(cardsBox, drawn);
         document.body.dataset.rendered = String(token); // for tests: the page is drawn
       });
     });
@@ -132,7 +370,7 @@
 
   // Prev / next, the first and last page, and pages near the current one (paper scale: ~300).
   function drawPager(page, pages) {
-    pager.innerHTML = "";
+    pager.replaceChildren();
     if (pages <= 1) return;
     function add(label, target, current) {
       const button = document.createElement("button");
