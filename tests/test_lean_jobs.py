@@ -216,7 +216,7 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
     from dataset_builder import write_dataset
 
     from dualcog.ingest import ingest
-    from dualcog.media.store import ImageSettings, image_key, video_file_key
+    from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
     from dualcog.prompts.render import image_sources, render_prompts, video_sources
 
     samples = ingest(write_dataset(tmp_path / "data"))
@@ -227,7 +227,20 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
     image_settings = ImageSettings(640, 480, 90)
     images = {s: image_key(s, image_settings) for s in image_sources(samples)}
     videos = {s: video_file_key(s) for s in video_sources(samples)}
-    tasks = {"landmark_position": {}, "future_observation": {}, "behavior": {"vmode": "video_url"}}
+    # A frames-mode job reads the sampled frames (rows as prepare_videos makes them, written as
+    # its job writes them): their keys and timestamps, never the frames themselves.
+    sampled = [
+        {"source": s, "keys": [f"k{i}{j}" for j in range(3)], "timestamps": [0.0, 1.25, i + 2.5]}
+        for i, s in enumerate(video_sources(samples))
+    ]
+    frames_path = tmp_path / "videos.frames3.parquet"
+    pd.DataFrame(sampled, columns=["source", "keys", "timestamps"]).to_parquet(frames_path)
+    tasks = {
+        "landmark_position": {},
+        "future_observation": {},
+        "behavior": {"vmode": "video_url"},
+        "landmark_visibility": {"vmode": "frames3"},
+    }
     assert set(tasks) <= set(samples["task"])  # every kind of media is rendered
     out = tmp_path / "out"
     jobs = [
@@ -235,7 +248,10 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
             "script": str(REPO / "scripts/render.py"),
             "config": {},
             "wildcards": {"task": task, **vmode},
-            "input": {"samples": samples_path},
+            "input": {
+                "samples": samples_path,
+                **({"videos": str(frames_path)} if vmode.get("vmode") == "frames3" else {}),
+            },
             "output": [str(out / f"{task}.parquet")],
             "params": {"settings": settings},
             "log": str(out / f"render.{task}.log"),
@@ -250,8 +266,19 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.splitlines()[-1]) == {job["log"]: [] for job in jobs}
-    for task in tasks:
-        expected = render_prompts(samples, task, images, videos if task == "behavior" else None)
+    frames = {
+        row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
+        for row in sampled
+    }
+    for task, vmode in tasks.items():
+        mode = vmode.get("vmode")
+        expected = render_prompts(
+            samples,
+            task,
+            images,
+            videos if mode == "video_url" else None,
+            frames if mode == "frames3" else None,
+        )
         assert len(expected) > 0
         schemas.write_table(expected, schemas.PROMPTS, tmp_path / f"{task}.frame.parquet")
         written = (out / f"{task}.parquet").read_bytes()
