@@ -102,8 +102,15 @@ def names_regex(names):
     return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
+_MANIFEST_FILES = []
+
+
 def manifest_files():
-    return [str(m.path) for m in find_manifests(config["data_root"])]
+    """The manifests under the data root, found in one walk of its tree per Snakemake call
+    (the rules ingest, stamp and explorer all ask)."""
+    if not _MANIFEST_FILES:
+        _MANIFEST_FILES.extend(str(m.path) for m in find_manifests(config["data_root"]))
+    return list(_MANIFEST_FILES)
 
 
 def model_video_mode(name):

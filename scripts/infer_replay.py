@@ -8,12 +8,19 @@ from dualcog.inference import run_per_model_tables
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_arrow, write_table
 
+# What a response row takes from its prompt (dualcog.inference.rows.response_row): the texts
+# and media lists are never read, let alone converted to Python values.
+PROMPT_COLUMNS = ["sample_id", "task", "request_key"]
+
 
 def main(sm):
     config = sm.config  # validated, defaults and routes filled, when the Snakefile was read
     model = model_by_name(config, sm.wildcards.model)
     tasks = list(sm.params.tasks)
-    prompts = {task: read_arrow(path) for task, path in zip(tasks, sm.input.prompts, strict=True)}
+    prompts = {
+        task: read_arrow(path, columns=PROMPT_COLUMNS)
+        for task, path in zip(tasks, sm.input.prompts, strict=True)
+    }
     log.info(
         "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
         ", ".join(tasks),

@@ -2,22 +2,23 @@
 
 Media keys come from the sources' bytes (what `prepare_images` / `prepare_videos` will store
 them under), so prompts never wait on media preparation; only `frames` mode reads the
-sampled frames (their timestamps are part of the prompt text).
+sampled frames (their timestamps are part of the prompt text). Arrow in and out: the job
+never imports pandas.
 """
 
-import pyarrow.compute as pc
-
+from dualcog.arrow_rows import rows_where, table_from_rows
 from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
-from dualcog.prompts.render import image_sources, render_prompts, video_sources
+from dualcog.prompts.render import RENDER_COLUMNS, image_sources, render_prompt_rows, video_sources
 from dualcog.runtime import log, run_step
-from dualcog.schemas import PROMPTS, read_arrow, read_frame, write_table
+from dualcog.schemas import PROMPTS, read_arrow, write_table
 
 
 def main(sm):
-    # Only this task's samples reach pandas: converting every task's nested columns was most
-    # of the job's own work.
-    samples = read_arrow(sm.input.samples)
-    samples = samples.filter(pc.equal(samples["task"], sm.wildcards.task)).to_pandas()
+    # Only this task's samples, and only the columns a prompt is made of, become Python values.
+    samples = read_arrow(sm.input.samples, columns=RENDER_COLUMNS)
+    task = sm.wildcards.task
+    samples = rows_where(samples, [t == task for t in samples.column("task").to_pylist()])
+    samples = samples.to_pylist()
     media = sm.params.settings
     settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
     images = {source: image_key(source, settings) for source in image_sources(samples)}
@@ -25,13 +26,13 @@ def main(sm):
     if hasattr(sm.input, "videos"):  # frames mode
         frames = {
             row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
-            for row in read_frame(sm.input.videos).to_dict("records")
+            for row in read_arrow(sm.input.videos).to_pylist()
         }
     elif hasattr(sm.wildcards, "vmode"):
         videos = {source: video_file_key(source) for source in video_sources(samples)}
-    prompts = render_prompts(samples, sm.wildcards.task, images, videos, frames)
-    log.info("rendered %d %s prompts", len(prompts), sm.wildcards.task)
-    write_table(prompts, PROMPTS, sm.output[0])
+    prompts = render_prompt_rows(samples, task, images, videos, frames)
+    log.info("rendered %d %s prompts", len(prompts), task)
+    write_table(table_from_rows(prompts, PROMPTS), PROMPTS, sm.output[0])
 
 
 run_step(snakemake, main)  # noqa: F821

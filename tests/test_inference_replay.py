@@ -228,3 +228,27 @@ def test_invalid_utf8_line_names_file_and_line(tmp_path, bad):
     with pytest.raises(DataError, match=r"responses\.jsonl: line 2: not valid UTF-8") as info:
         _replay(source, replay_prompts(["s1"]))
     assert info.value.file == str(source)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"sample_id": "a", "raw_text": "x\\u2028y \u2028 \u0085"}\r\n\r\n \t\n{"sample_id": "b"}',
+        '\n\n{"sample_id": "a", "raw_text": "\u00e9\u4e2d\U0001f600"}\n\x1c\n{"sample_id": "b"}\n',
+        '\ufeff{"sample_id": "a"}\n',  # a BOM: malformed, as json.loads says
+        '{"sample_id": "a"}\n[1, 2]\n',
+        '{"sample_id": "a"}\n{"sample_id": \n',
+    ],
+)
+def test_whole_file_reading_equals_reading_line_by_line(tmp_path, content):
+    from dualcog.inference.replay import _jsonl_records, _jsonl_records_by_line
+
+    source = tmp_path / "responses.jsonl"
+    source.write_bytes(content.encode("utf-8"))
+    outcomes = []
+    for read in (_jsonl_records, _jsonl_records_by_line):
+        try:
+            outcomes.append(read(source))
+        except DataError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]

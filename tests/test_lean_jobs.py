@@ -23,9 +23,9 @@ from dualcog.inference import run_model, run_model_table, run_per_model, run_per
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Runs each script listed in argv[1]'s JSON as its job would, reporting per job whether
-# pandas was loaded once it finished (a job runs after the ones before it: the first that
-# loads pandas is the one to blame).
+# Runs each script listed in argv[1]'s JSON as its job would, reporting per job which of the
+# HEAVY modules were loaded once it finished (a job runs after the ones before it: the first
+# that loads one is the one to blame).
 RUN_JOBS = """
 import json, runpy, sys
 from types import SimpleNamespace
@@ -51,9 +51,13 @@ for job in json.loads(open(sys.argv[1]).read()):
         rule=job["script"],
     )
     runpy.run_path(job["script"], init_globals={"snakemake": sm}, run_name="__main__")
-    loaded[job["log"]] = "pandas" in sys.modules
+    loaded[job["log"]] = sorted(m for m in HEAVY if m in sys.modules)
 print(json.dumps(loaded))
 """
+# What the cheap jobs never import (issue 21): pandas (half a CPU second), pyarrow.compute (a
+# twentieth), yaml (their config comes validated).
+HEAVY = ("pandas", "pyarrow.compute", "yaml")
+RUN_JOBS = RUN_JOBS.replace("loaded = {}", f"HEAVY = {HEAVY!r}\nloaded = {{}}")
 
 
 def _model_responses(
@@ -189,7 +193,7 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.splitlines()[-1])
-    assert loaded == {job["log"]: False for job in jobs}
+    assert loaded == {job["log"]: [] for job in jobs}
 
     # The jobs did their work: every prompt answered, the replayed one found, all parsed.
     for task in tasks:
@@ -204,3 +208,92 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
     assert json.loads((out / "run.json").read_text())["scale"] == "per_mille"
     outcomes = pd.read_parquet(out / "sim.outcomes.parquet")
     assert len(outcomes) == 2 + 2 and set(outcomes["outcome"]) <= {"answered", "unparsable"}
+
+
+def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
+    tmp_path: Path,
+) -> None:
+    from dataset_builder import write_dataset
+
+    from dualcog.ingest import ingest
+    from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
+    from dualcog.prompts.render import image_sources, render_prompts, video_sources
+
+    samples = ingest(write_dataset(tmp_path / "data"))
+    samples_path = _write(
+        schemas.to_table(samples, schemas.SAMPLES), schemas.SAMPLES, tmp_path / "s.parquet"
+    )
+    settings = {"max_width": 640, "max_height": 480, "jpeg_quality": 90}
+    image_settings = ImageSettings(640, 480, 90)
+    images = {s: image_key(s, image_settings) for s in image_sources(samples)}
+    videos = {s: video_file_key(s) for s in video_sources(samples)}
+    # A frames-mode job reads the sampled frames (rows as prepare_videos makes them, written as
+    # its job writes them): their keys and timestamps, never the frames themselves.
+    sampled = [
+        {"source": s, "keys": [f"k{i}{j}" for j in range(3)], "timestamps": [0.0, 1.25, i + 2.5]}
+        for i, s in enumerate(video_sources(samples))
+    ]
+    frames_path = tmp_path / "videos.frames3.parquet"
+    pd.DataFrame(sampled, columns=["source", "keys", "timestamps"]).to_parquet(frames_path)
+    tasks = {
+        "landmark_position": {},
+        "future_observation": {},
+        "behavior": {"vmode": "video_url"},
+        "landmark_visibility": {"vmode": "frames3"},
+    }
+    assert set(tasks) <= set(samples["task"])  # every kind of media is rendered
+    out = tmp_path / "out"
+    jobs = [
+        {
+            "script": str(REPO / "scripts/render.py"),
+            "config": {},
+            "wildcards": {"task": task, **vmode},
+            "input": {
+                "samples": samples_path,
+                **({"videos": str(frames_path)} if vmode.get("vmode") == "frames3" else {}),
+            },
+            "output": [str(out / f"{task}.parquet")],
+            "params": {"settings": settings},
+            "log": str(out / f"render.{task}.log"),
+        }
+        for task, vmode in tasks.items()
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == {job["log"]: [] for job in jobs}
+    frames = {
+        row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
+        for row in sampled
+    }
+    for task, vmode in tasks.items():
+        mode = vmode.get("vmode")
+        expected = render_prompts(
+            samples,
+            task,
+            images,
+            videos if mode == "video_url" else None,
+            frames if mode == "frames3" else None,
+        )
+        assert len(expected) > 0
+        schemas.write_table(expected, schemas.PROMPTS, tmp_path / f"{task}.frame.parquet")
+        written = (out / f"{task}.parquet").read_bytes()
+        assert written == (tmp_path / f"{task}.frame.parquet").read_bytes(), task
+
+
+def test_blank_texts_trims_the_whitespace_arrow_trims() -> None:
+    """`blank_texts` judges string columns in Python: Python's whitespace must be Arrow's."""
+    import pyarrow.compute as pc
+
+    from dualcog.outcomes import blank_texts
+
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    arrow_blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(pa.array(points))), 0)
+    assert [not p.strip() for p in points] == arrow_blank.to_pylist()
+    texts = pa.chunked_array([[None, "", " \t\n", "\u3000x\u2028", "\x1c\x85\xa0"], [" a "]])
+    assert blank_texts(texts).tolist() == [True, True, True, False, True, False]
+    assert blank_texts(pa.nulls(2)).tolist() == [True, True]  # not a string column: Arrow's way

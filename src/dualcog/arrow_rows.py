@@ -7,6 +7,10 @@ result equals `pa.array(values, type, from_pandas=True)` (a float NaN is a null)
 tests/test_arrow_rows.py checks for every column of the RESPONSES and PARSED schemas.
 
 Only the types those schemas use are built: string, bool, int32, int64, float64, list, struct.
+A column whose values all have the exact Python types of its Arrow type (`str`, `bool`, `int`,
+`float`, `list` / `tuple`, `dict`, or None) is built in whole-column passes (`_fast_array`);
+any other column, and one that does not fit (a surrogate, an integer out of range), takes the
+value-by-value path, which names the misfit. Both give the same array.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Mapping, Sequence
+from itertools import accumulate, chain
 from typing import Any
 
+import numpy as np  # pyarrow has already loaded it
 import pyarrow as pa
 
 _INT_CODES = {32: "i", 64: "q"}  # array module codes of the signed integer widths built
@@ -36,13 +42,10 @@ def _bad(column: str, row: int, expected: str, value: Any) -> RowValueError:
     )
 
 
-def _bits(flags: list[bool]) -> pa.Buffer:
-    """A bitmap, least significant bit first: bit i set where flags[i]."""
-    bits = bytearray((len(flags) + 7) // 8)
-    for i, flag in enumerate(flags):
-        if flag:
-            bits[i >> 3] |= 1 << (i & 7)
-    return pa.py_buffer(bytes(bits))
+def _bits(flags: Sequence[Any]) -> pa.Buffer:
+    """A bitmap, least significant bit first: bit i set where flags[i] is true."""
+    packed = np.packbits(np.array(flags, dtype=np.bool_), bitorder="little")
+    return pa.py_buffer(packed.tobytes())
 
 
 def _validity(valid: list[bool]) -> pa.Buffer | None:
@@ -67,8 +70,95 @@ def _is_null(value: Any, type_: pa.DataType) -> bool:
     return pa.types.is_floating(type_) and isinstance(value, float) and math.isnan(value)
 
 
+_NONE = type(None)
+
+
+def _offsets_of(lengths: Any) -> pa.Buffer | None:
+    """Offsets from lengths in one pass; None past the int32 range (the slow path raises)."""
+    try:
+        return pa.py_buffer(array("i", accumulate(lengths, initial=0)).tobytes())
+    except OverflowError:
+        return None
+
+
+def _fast_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
+    """`column_array` in whole-column passes, or None where the value-by-value path must decide
+    (a value of another Python type, a surrogate, an integer out of range, an overflow)."""
+    n = len(values)
+    types = set(map(type, values))
+    has_null = _NONE in types
+    if pa.types.is_string(type_):
+        if not types <= {str, _NONE}:
+            return None
+        texts = [v if v is not None else "" for v in values] if has_null else values
+        joined = "".join(texts)
+        if joined.isascii():  # a character is a byte
+            data, lengths = joined.encode("ascii"), map(len, texts)
+        else:
+            try:
+                encoded = [text.encode("utf-8") for text in texts]
+            except UnicodeEncodeError:
+                return None
+            data, lengths = b"".join(encoded), map(len, encoded)
+        offsets = _offsets_of(lengths)
+        if offsets is None:
+            return None
+        validity = _bits([v is not None for v in values]) if has_null else None
+        return pa.Array.from_buffers(type_, n, [validity, offsets, pa.py_buffer(data)])
+    if pa.types.is_boolean(type_):
+        if not types <= {bool, _NONE}:
+            return None
+        validity = _bits([v is not None for v in values]) if has_null else None
+        return pa.Array.from_buffers(type_, n, [validity, _bits(values)])  # None: a 0 bit
+    if pa.types.is_signed_integer(type_) and type_.bit_width in _INT_CODES:
+        if not types <= {int, _NONE}:
+            return None
+        try:
+            data = array(_INT_CODES[type_.bit_width], [v or 0 for v in values])
+        except OverflowError:
+            return None
+        validity = _bits([v is not None for v in values]) if has_null else None
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(data.tobytes())])
+    if pa.types.is_float64(type_):
+        if not types <= {float, int, _NONE}:
+            return None
+        valid = [v is not None and v == v for v in values]  # NaN is null, as pandas has it
+        try:
+            floats = array("d", [v if ok else 0.0 for v, ok in zip(values, valid, strict=True)])
+        except OverflowError:
+            return None
+        validity = None if all(valid) else _bits(valid)
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(floats.tobytes())])
+    if pa.types.is_list(type_):
+        if not types <= {list, tuple, _NONE}:
+            return None
+        items = list(chain.from_iterable(filter(None, values)))  # None and [] add no item
+        child = column_array(items, type_.value_type)
+        offsets = _offsets_of([0 if v is None else len(v) for v in values])
+        if offsets is None:
+            return None
+        validity = _bits([v is not None for v in values]) if has_null else None
+        return pa.Array.from_buffers(type_, n, [validity, offsets], children=[child])
+    if pa.types.is_struct(type_):
+        if not types <= {dict, _NONE}:
+            return None
+        children = [
+            column_array([None if v is None else v.get(field.name) for v in values], field.type)
+            for field in type_
+        ]
+        validity = _bits([v is not None for v in values]) if has_null else None
+        return pa.Array.from_buffers(type_, n, [validity], children=children)
+    return None
+
+
 def column_array(values: Sequence[Any], type_: pa.DataType, column: str = "?") -> pa.Array:
     """`values` (None for null) as an Arrow array of `type_`; a misfit raises RowValueError."""
+    try:
+        fast = _fast_array(values, type_)
+    except RowValueError:
+        fast = None  # a misfit in a nested column: named below, with this column's name
+    if fast is not None:
+        return fast
     n = len(values)
     valid = [not _is_null(v, type_) for v in values]
     validity = _validity(valid)
@@ -154,3 +244,17 @@ def table_from_columns(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> p
 def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Row mappings as a table of `schema`: a field a row lacks is null, other keys ignored."""
     return table_from_columns([[row.get(name) for row in rows] for name in schema.names], schema)
+
+
+def rows_where(table: pa.Table, keep: Sequence[bool]) -> pa.Table:
+    """The rows of `table` where `keep` is true, in order, cut out as slices: `Table.filter`
+    would load pyarrow.compute (a twentieth of a CPU second) for what a job does once."""
+    pieces = []
+    start = None
+    for i, flag in enumerate([*keep, False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            pieces.append(table.slice(start, i - start))
+            start = None
+    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
@@ -26,6 +24,8 @@ SCHEMA_PATH = Path(__file__).with_name("config_schema.yaml")  # package data (py
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    import yaml  # here: jobs that only look a model up never load it
+
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 

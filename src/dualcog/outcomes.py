@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,7 +24,16 @@ REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", r
 
 
 def blank_texts(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """True where a text is null or only whitespace."""
+    """True where a text is null or only whitespace.
+
+    The whitespace is Arrow's (`utf8_trim_whitespace`), which is Python's `str.isspace`, code
+    point for code point (tests/test_lean_jobs.py checks every one): a string column is judged
+    in Python, so that the `parse` job does not load pyarrow.compute for it.
+    """
+    if pa.types.is_string(values.type):
+        return np.array([v is None or not v.strip() for v in values.to_pylist()], dtype=bool)
+    import pyarrow.compute as pc
+
     trimmed = pc.utf8_trim_whitespace(values.cast(pa.string()))
     empty = pc.invert(pc.cast(pc.utf8_length(trimmed), pa.bool_()))
     # No Python scalar and no bool-to-numpy conversion: pyarrow loads pandas for either.

@@ -23,8 +23,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 
@@ -114,6 +112,8 @@ def read_yaml(path: str | Path, what: str) -> Any:
     except UnicodeDecodeError as error:
         line = path.read_bytes()[: error.start].count(b"\n") + 1
         raise ConfigError(f"{what} {path}, line {line}: not UTF-8 text") from None
+    import yaml  # here: jobs that only look a model up never load it
+
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as error:

@@ -43,6 +43,29 @@ def replay_paths(model: Mapping[str, Any]) -> list[Path]:
 
 
 def _jsonl_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _jsonl_records_by_line(path)  # names the line that is not UTF-8
+    records = []
+    # A UTF-8 sequence never holds the byte of "\n": the lines are those of the bytes.
+    for line_number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(
+                f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
+            ) from None
+        if not isinstance(record, dict):
+            raise DataError(f"line {line_number}: expected a JSON object per line", file=str(path))
+        records.append((line_number, record))
+    return records
+
+
+def _jsonl_records_by_line(path: Path) -> list[tuple[int, dict[str, Any]]]:
     records = []
     with path.open("rb") as handle:
         for line_number, data in enumerate(handle, start=1):

@@ -5,13 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dualcog.errors import DataError
 from dualcog.media.store import ImageSettings, PreparedFrames
 from dualcog.tasks import REQUEST_BY_TASK
+
+if TYPE_CHECKING:  # imported where a frame is built: the render jobs read and write Arrow
+    import pandas as pd
+
+PROMPT_COLUMNS = ["sample_id", "task", "request_key", "system_text", "user_text", "media_keys",
+                  "media_kinds", "offered_option_ids"]  # fmt: skip
+# What rendering reads of a sample (SAMPLES columns).
+RENDER_COLUMNS = ["sample_id", "task", "manifest_path", "system_prompt", "user_prompt",
+                  "prompt_vars", "media", "options"]  # fmt: skip
 
 VIDEO_MODES = ("video_url", "frames")
 
@@ -81,9 +88,28 @@ def render_prompts(
     known without preparing the image); for video tasks pass either `videos` (source → MP4
     key, `video_url` mode) or `frames` (source → sampled frames).
     """
+    import pandas as pd
+
+    records = samples[samples["task"] == task].to_dict("records")
+    return pd.DataFrame(
+        render_prompt_rows(records, task, images, videos, frames), columns=PROMPT_COLUMNS
+    )
+
+
+def render_prompt_rows(
+    samples: Sequence[Mapping[str, Any]],
+    task: str,
+    images: Mapping[str, str],
+    videos: Mapping[str, str] | None = None,
+    frames: Mapping[str, PreparedFrames] | None = None,
+) -> list[dict[str, Any]]:
+    """`render_prompts` over sample records (e.g. `pa.Table.to_pylist()`, no pandas): one
+    PROMPTS row for each record of `task`, in order."""
     kind = REQUEST_BY_TASK[task]
     rows = []
-    for row in samples[samples["task"] == task].to_dict("records"):
+    for row in samples:
+        if row["task"] != task:
+            continue
         system_text, user_text = _prompt_texts(row)
         keys: list[str] = []
         kinds: list[str] = []
@@ -118,38 +144,33 @@ def render_prompts(
                 "offered_option_ids": offered,
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "sample_id",
-            "task",
-            "request_key",
-            "system_text",
-            "user_text",
-            "media_keys",
-            "media_kinds",
-            "offered_option_ids",
-        ],
-    )
+    return rows
 
 
-def image_sources(samples: pd.DataFrame) -> list[str]:
+def _media_lists(samples: pd.DataFrame | Sequence[Mapping[str, Any]]) -> Any:
+    """The `media` cell of each sample, from a frame or from records."""
+    if hasattr(samples, "columns"):
+        return samples["media"]
+    return [row["media"] for row in samples]
+
+
+def image_sources(samples: pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[str]:
     """Every distinct still image the requests use (references, targets, candidates)."""
     return sorted(
         {
             item["resolved_path"]
-            for media in samples["media"]
+            for media in _media_lists(samples)
             for item in media
             if item["role"] != "video"
         }
     )
 
 
-def video_sources(samples: pd.DataFrame) -> list[str]:
+def video_sources(samples: pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(
         {
             item["resolved_path"]
-            for media in samples["media"]
+            for media in _media_lists(samples)
             for item in media
             if item["role"] == "video"
         }
@@ -161,6 +182,7 @@ __all__ = [
     "VIDEO_MODES",
     "frame_note",
     "image_sources",
+    "render_prompt_rows",
     "render_prompts",
     "request_key",
     "video_mode_name",
