@@ -216,6 +216,9 @@ def process_cmdline(pid: int) -> list[str] | None:
     return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]]
 
 
+KILL_WAIT_S = 10.0
+
+
 def kill_group(group: int, grace_s: float) -> None:
     """SIGTERM to a process group, SIGKILL to what is left of it after `grace_s`."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -225,6 +228,12 @@ def kill_group(group: int, grace_s: float) -> None:
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: on a loaded machine a worker can still be running
+    # for a moment. Return only once the group is gone (bounded: an unkillable process in
+    # uninterruptible sleep must not hang the job).
+    deadline = time.monotonic() + KILL_WAIT_S
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def write_pidfile(path: Path, pid: int) -> None:
