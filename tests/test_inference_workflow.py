@@ -9,6 +9,7 @@ jobs running at once keep its `rpm_limit`.
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -206,9 +207,28 @@ def _job_span(text: str) -> tuple[datetime, datetime]:
     return parsed[0], parsed[-1]
 
 
+def _answer_once_jobs_overlap(workdir: Path, jobs: int, timeout_s: float = 300.0):
+    """`answer`, held until `jobs` infer jobs have started (their logs exist), or timeout_s.
+
+    An event, not a race: on a loaded machine the jobs start tens of seconds apart (the video
+    prompts take longer to render), and the first could be done before the third starts. Held
+    answers keep a job running (its log's last line comes after them) without touching the
+    arrival times the limit is checked on; jobs that never run at once run into the timeout
+    and fail the overlap assertion as before."""
+    logs = workdir / "results" / "logs" / "infer" / MODEL
+    deadline = time.monotonic() + timeout_s
+
+    def reply(body: dict, count: int) -> Reply:
+        while len(list(logs.glob("*.log"))) < jobs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return answer(body)
+
+    return reply
+
+
 def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
     limit, window = 24, 2.0
-    with LoopbackServer(lambda body, count: answer(body)) as server:
+    with LoopbackServer(_answer_once_jobs_overlap(tmp_path, 3)) as server:
         _config(tmp_path, server.api_base, [], rpm_limit=limit, rate_limit_window_s=window)
         config = (tmp_path / "config/config.yaml").read_text().replace("tasks: []\n", "")
         (tmp_path / "config/config.yaml").write_text(config)  # all six tasks
