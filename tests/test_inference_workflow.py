@@ -9,6 +9,7 @@ jobs running at once keep its `rpm_limit`.
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -146,13 +147,17 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
         assert third.returncode == 0 and server.requests == sent_first + len(expected)
 
         # A cache line that is not UTF-8 is skipped with a warning naming file and line; a
-        # forced rerun resends only the refused requests (errors are never reused).
+        # forced rerun resends only the refused requests (errors are never reused). Its
+        # targets are the two responses files: what it checks is inference (the log, the
+        # requests, the responses read below); the parsed file read below is the second run's,
+        # parsed from the same deterministic answers.
         cache = f"results/cache/{MODEL}/behavior.jsonl"
         lines = (tmp_path / cache).read_bytes().count(b"\n")
         with (tmp_path / cache).open("ab") as handle:
             handle.write(b'{"cache_key": "\xff\xfe"}\n')
         before = server.requests
-        fourth = _snakemake(tmp_path, target, "--forcerun", "infer")
+        responses = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
+        fourth = _snakemake(tmp_path, *responses, "--forcerun", "infer")
         assert fourth.returncode == 0, fourth.stderr[-3000:]
         assert f"{cache}:{lines + 1}: unreadable line skipped" in (
             (tmp_path / _log("behavior")).read_text()
@@ -202,9 +207,28 @@ def _job_span(text: str) -> tuple[datetime, datetime]:
     return parsed[0], parsed[-1]
 
 
+def _answer_once_jobs_overlap(workdir: Path, jobs: int, timeout_s: float = 300.0):
+    """`answer`, held until `jobs` infer jobs have started (their logs exist), or timeout_s.
+
+    An event, not a race: on a loaded machine the jobs start tens of seconds apart (the video
+    prompts take longer to render), and the first could be done before the third starts. Held
+    answers keep a job running (its log's last line comes after them) without touching the
+    arrival times the limit is checked on; jobs that never run at once run into the timeout
+    and fail the overlap assertion as before."""
+    logs = workdir / "results" / "logs" / "infer" / MODEL
+    deadline = time.monotonic() + timeout_s
+
+    def reply(body: dict, count: int) -> Reply:
+        while len(list(logs.glob("*.log"))) < jobs and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return answer(body)
+
+    return reply
+
+
 def test_six_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None:
     limit, window = 24, 2.0
-    with LoopbackServer(lambda body, count: answer(body)) as server:
+    with LoopbackServer(_answer_once_jobs_overlap(tmp_path, 3)) as server:
         _config(tmp_path, server.api_base, [], rpm_limit=limit, rate_limit_window_s=window)
         config = (tmp_path / "config/config.yaml").read_text().replace("tasks: []\n", "")
         (tmp_path / "config/config.yaml").write_text(config)  # all six tasks
@@ -238,11 +262,13 @@ def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: P
     tasks = ["future_observation", "behavior", "landmark_position"]
     with LoopbackServer(lambda body, count: answer(body)) as server:
         _config(tmp_path, server.api_base, tasks, rpm_limit=limit, rate_limit_window_s=window)
-        upstream = _snakemake(tmp_path, "--omit-from", "infer")  # locally, for speed
+        responses = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
+        # Locally, for speed, and only what the responses need (not the explorer's media).
+        upstream = _snakemake(tmp_path, *responses, "--omit-from", "infer")
         assert upstream.returncode == 0, upstream.stderr[-3000:]
         result = _snakemake(
             tmp_path,
-            *(f"results/responses/{MODEL}/{task}.parquet" for task in tasks),
+            *responses,
             "--executor", "cluster-generic", "--cluster-generic-submit-cmd", str(submit),
             "--jobs", "6", "--latency-wait", "5",
             "--seconds-between-status-checks", "1",  # not 10: the jobs take seconds

@@ -223,6 +223,10 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     time.sleep(1.0)  # PDEATHSIG has arrived and was ignored: both are still there
     try:
         assert alive(pid) and alive(worker)
+        # The next run's own server is a plain one: it answers at once and stops on SIGTERM,
+        # where the orphans' settings (--ignore-term) would add the 30 s stop grace to the
+        # end of the job and --reply-delay 0.2 s to each request, neither checked here.
+        write_config(workdir, config(starts))
         run_snakemake(workdir, "--unlock")
         run_snakemake(workdir, "--rerun-incomplete", SERVED_JOB)  # the job that reaps
         assert not alive(pid) and not alive(worker)
