@@ -33,7 +33,8 @@ from _workflow import REPO, cpu_by_rule, revision_tree, timed_snakemake
 # Inputs of the re-run jobs and everything upstream of them (so that nothing else runs).
 COPIED = ["benchmark", "media", "responses", "parsed", "scores", "metrics", "prompts",
           "explorer", "stamp.json"]  # fmt: skip
-MODEL_RULES = ["infer", "replay", "parse", "score", "intervals", "explorer"]
+MODEL_RULES = ["infer", "replay", "parse", "score", "intervals", "explorer"]  # `intervals`:
+# a job of its own before it became part of `score`; only the rules a tree has are forced.
 COLLECT_RULES = ["collect_metrics", "collect_intervals"]
 RENDER_RULES = ["render_image_prompts", "render_video_prompts"]
 
@@ -73,6 +74,10 @@ def outputs(workdir: Path, models: list[str], collect: bool) -> list[str]:
     return paths
 
 
+def has_rule(tree: Path, name: str) -> bool:
+    return any(f"\nrule {name}:" in f"\n{p.read_text()}" for p in (tree / "rules").glob("*.smk"))
+
+
 def run_jobs(tree: Path, workdir: Path, models: list[str], collect: bool, cores: str):
     """Force the measured jobs; the renders last, as their outputs are upstream of `parse`."""
     common = ["--cores", cores, "--rerun-triggers", "mtime", "-q"]
@@ -81,7 +86,7 @@ def run_jobs(tree: Path, workdir: Path, models: list[str], collect: bool, cores:
     targets += [f"results/explorer/{m}.html" for m in models]
     if collect:
         targets += ["results/metrics/metrics.parquet", "results/metrics/intervals.parquet"]
-    rules = MODEL_RULES + (COLLECT_RULES if collect else [])
+    rules = [r for r in MODEL_RULES + (COLLECT_RULES if collect else []) if has_rule(tree, r)]
     per_model = timed_snakemake(tree, workdir, *targets, *common, "--forcerun", *rules)
     prompts = outputs(workdir, [], False)
     render = timed_snakemake(tree, workdir, *prompts, *common, "--forcerun", *RENDER_RULES)
