@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.abc
 import logging
 import resource
 import sys
@@ -38,7 +37,9 @@ def setup_logging(log_path: str | Path | None) -> None:
     )
 
 
-class _PandasAbsent(importlib.abc.MetaPathFinder):
+class _PandasAbsent:
+    """A `sys.meta_path` finder (importlib.abc is not imported for it: job start-up)."""
+
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name == "pandas" or name.startswith("pandas."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
