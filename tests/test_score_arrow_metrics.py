@@ -122,5 +122,9 @@ def test_clusters_of_a_table_equal_those_of_its_frame():
     assert clusters == build_clusters(table.to_pandas())
     assert clusters.indices(table["sample_id"]).tolist() == [1, 1, 0, 2, 2, 3]
     assert clusters.indices(pd.Series(["e", "a"])).tolist() == [2, 1]
-    with pytest.raises(KeyError, match="'z' is not in the benchmark samples"):
-        clusters.indices(["a", "z"])
+    for unknown in (["a", "z"], pa.chunked_array([["a"], ["z"]])):  # a list, an Arrow column
+        with pytest.raises(KeyError, match="'z' is not in the benchmark samples"):
+            clusters.indices(unknown)
+    assert build_clusters(table.to_pandas()).indices(table["sample_id"]).tolist() == [
+        1, 1, 0, 2, 2, 3
+    ]  # fmt: skip

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dualcog.arrow_rows import table_from_columns
 from dualcog.schemas import METRICS
-from dualcog.scoring.columns import counts, encoded, flags, floats, kahan_sums
+from dualcog.scoring.columns import counts, dense_groups, encoded, flags, floats, kahan_sums
 from dualcog.scoring.dual import FAMILY_SIDES, dual_metric_rows, pair_table_for_tasks
 from dualcog.scoring.intervals import f1_score
 from dualcog.tasks import (
@@ -111,7 +111,7 @@ def _stratum_groups(scores: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tupl
     keep = (task[rows] >= 0) & (parse[rows] >= 0)
     rows, stratum = rows[keep], stratum[keep]
     combined = (task[rows] * len(parses) + parse[rows]) * len(strata) + stratum
-    found, group = np.unique(combined, return_inverse=True)
+    found, group = dense_groups(combined, len(tasks) * len(parses) * len(strata))
     names = []
     for value in found.tolist():
         rest, s = divmod(value, len(strata))

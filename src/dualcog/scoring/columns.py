@@ -164,3 +164,14 @@ def kahan_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarr
         error[at] = 0.0 if compensation != compensation else compensation  # inf - inf
         total[at] = t
     return np.array(total, dtype=np.float64)
+
+
+def dense_groups(combined: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(combined, return_inverse=True)` for codes in [0, space), without sorting:
+    the distinct codes ascending, and each value's position among them."""
+    seen = np.zeros(space, bool)
+    seen[combined] = True
+    found = np.flatnonzero(seen)
+    position = np.full(space, -1, np.int64)
+    position[found] = np.arange(len(found))
+    return found, position[combined]

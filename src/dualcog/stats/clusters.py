@@ -10,11 +10,12 @@ that every replicate holds as many clusters of each modality as the benchmark.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dualcog.tasks import IMAGE_TASKS
 
@@ -37,6 +38,9 @@ class Clusters:
     ids: tuple[str, ...]
     index_of: dict[str, int]
     group_sizes: tuple[int, ...]
+    # `index_of` as Arrow hash look-ups: the sample ids, and each one's cluster position.
+    sample_ids: pa.Array | None = field(default=None, compare=False, repr=False)
+    positions: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -45,7 +49,12 @@ class Clusters:
         """Cluster position of every sample id (an Arrow array, a Series, any iterable); an id
         unknown to the benchmark is an error."""
         if isinstance(sample_ids, pa.Array | pa.ChunkedArray):
-            sample_ids = sample_ids.to_pylist()
+            if self.sample_ids is not None and pa.types.is_string(sample_ids.type):
+                found = pc.index_in(sample_ids, value_set=self.sample_ids)
+                if found.null_count == 0:
+                    at = found.to_numpy(zero_copy_only=False)
+                    return self.positions[np.asarray(at, dtype=np.int64)]
+            sample_ids = sample_ids.to_pylist()  # an unknown id: named below
         ids = list(sample_ids)
         try:
             return np.fromiter((self.index_of[s] for s in ids), dtype=np.int64, count=len(ids))
@@ -84,8 +93,14 @@ def build_clusters(samples: pa.Table | pd.DataFrame) -> Clusters:
         ordered += in_group
         sizes.append(len(in_group))
     position = {name: i for i, name in enumerate(ordered)}
-    index_of = {sample: position[c] for sample, c in zip(sample_ids, of_sample, strict=True)}
-    return Clusters(tuple(ordered), index_of, tuple(sizes))
+    of_position = [position[c] for c in of_sample]
+    index_of = dict(zip(sample_ids, of_position, strict=True))
+    ids = samples["sample_id"]
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    at = np.fromiter(of_position, dtype=np.int64, count=len(of_position))
+    if not pa.types.is_string(ids.type):
+        ids, at = None, None
+    return Clusters(tuple(ordered), index_of, tuple(sizes), ids, at)
 
 
 def replicate_weights(group_sizes: tuple[int, ...], replicates: int, seed: int) -> np.ndarray:

@@ -22,7 +22,15 @@ import numpy as np
 import pyarrow as pa
 
 from dualcog.scoring.aggregate import AGGREGATE_PARSE, aggregate_inputs
-from dualcog.scoring.columns import counts, encoded, first_seen, flags, floats, string_codes
+from dualcog.scoring.columns import (
+    counts,
+    dense_groups,
+    encoded,
+    first_seen,
+    flags,
+    floats,
+    string_codes,
+)
 from dualcog.scoring.dual import FAMILY_SIDES, _success_by_sample, pair_table_for_tasks
 from dualcog.stats.clusters import Clusters
 from dualcog.tasks import IMAGE_TASKS
@@ -303,7 +311,7 @@ def metric_matrices_table(scores: pa.Table, clusters: Clusters, pairs: pa.Table)
     names = [list(table) for table in units.names]
     widths = [max(len(table), 1) for table in names]
     combined = ((parts[0] * widths[1] + parts[1]) * widths[2] + parts[2]) * widths[3] + parts[3]
-    found, code = np.unique(combined, return_inverse=True)
+    found, code = dense_groups(combined, widths[0] * widths[1] * widths[2] * widths[3])
     decoded = []
     for value in found.tolist():
         rest, m = divmod(value, widths[3])
