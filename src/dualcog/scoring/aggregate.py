@@ -133,7 +133,7 @@ def task_metric_rows(scores: pa.Table) -> list[Row]:
     sums: dict[str, np.ndarray] = {"n": np.bincount(group, minlength=size).astype(np.float64)}
     for name, column in _FLAG_SUMS:
         sums[name] = np.bincount(group, weights=flags(scores[column])[rows], minlength=size)
-    composite, known = counts(scores["composite_set_correct"].cast(pa.int64()))
+    _, known = counts(scores["composite_set_correct"].cast(pa.int64()))
     sums["composite_n"] = np.bincount(group, weights=known[rows], minlength=size)
     for name, column in _COUNT_SUMS:
         values, _ = counts(scores[column])
