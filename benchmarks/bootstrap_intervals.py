@@ -20,39 +20,39 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 # The synthetic benchmark of the scoring benchmark: same samples, same parsed answers.
 from score_throughput import synthetic_parsed, synthetic_samples  # noqa: E402
 
-from dualcog.scoring import model_metrics, score_samples  # noqa: E402
+from dualcog.schemas import to_table  # noqa: E402
+from dualcog.scoring import PAIRS, SCORES, model_metrics, score_samples  # noqa: E402
 from dualcog.scoring.dual import dual_pairs  # noqa: E402
 from dualcog.stats import BootstrapSettings, build_clusters, model_intervals  # noqa: E402
-from dualcog.stats.estimands import _dual_units, _task_units, metric_matrices  # noqa: E402
+from dualcog.stats.estimands import _dual_units, _task_units, _Units, metric_matrices  # noqa: E402
 
 
 def naive_replicates(scores, samples, clusters, weights) -> np.ndarray:
     """Per replicate and drawn cluster, add up each contribution in plain Python lists."""
     pairs, _ = dual_pairs(samples)
-    pairs = pairs.rename(columns={"stratum": "stratum_of_pair"})
-    cluster = clusters.indices(scores["sample_id"])
-    units = pd.concat(
-        _task_units(scores, cluster) + _dual_units(scores, pairs, clusters), ignore_index=True
-    )
-    key_columns = ["task", "parse", "stratum", "metric"]
+    table = to_table(scores, SCORES)
+    units = _Units()
+    _task_units(units, table, clusters.indices(scores["sample_id"]))
+    _dual_units(units, table, to_table(pairs, PAIRS), clusters)
+    names = [list(table) for table in units.names]
+    flat = []  # (key, cluster, num, den, n) of every unit
+    for codes, cluster, num, den, n in units.parts:
+        columns = [np.broadcast_to(code, len(cluster)).tolist() for code in codes]
+        for *key, c, u, d, k in zip(*columns, cluster.tolist(), num.tolist(), den.tolist(),
+                                    n.tolist(), strict=True):  # fmt: skip
+            flat.append((tuple(names[i][code] for i, code in enumerate(key)), c, u, d, k))
     keys = {}
-    for key, n in zip(
-        units[key_columns].itertuples(index=False, name=None), units["n"].tolist(), strict=True
-    ):
+    for key, _, _, _, n in flat:
         keys[key] = keys.get(key, 0.0) + n
     order = sorted(k for k, n in keys.items() if n > 0)
     column = {k: i for i, k in enumerate(order)}
     by_cluster: list[list[tuple[int, float, float]]] = [[] for _ in range(len(clusters))]
-    for key, c, num, den in zip(
-        units[key_columns].itertuples(index=False, name=None),
-        units["cluster"].tolist(), units["num"].tolist(), units["den"].tolist(), strict=True,
-    ):  # fmt: skip
+    for key, c, num, den, _ in flat:
         if key in column:
             by_cluster[c].append((column[key], num, den))
     empty = [1.0 if k[3] in ("atomic_f1", "temporal_f1_50", "segment_f1_50") else np.nan

@@ -13,6 +13,9 @@ rule pairs:
         "../scripts/pairs.py"
 
 
+# Scores, metrics and the metrics' bootstrap intervals of one model run, in one job: scoring
+# takes milliseconds, a separate job a start-up per model (docs/decisions.md). A change of the
+# bootstrap settings reruns this job (its params) and what reads its outputs.
 rule score:
     input:
         samples="results/benchmark/samples.parquet",
@@ -21,12 +24,15 @@ rule score:
     output:
         scores="results/scores/{model}.parquet",
         metrics="results/metrics/by_model/{model}.parquet",
+        intervals="results/metrics/intervals_by_model/{model}.parquet",
     log:
         "results/logs/score/{model}.log",
     conda:
         "../envs/dualcog.yaml"
     params:
         version=SCORER_VERSION,
+        stats_version=STATS_VERSION,
+        bootstrap=config["bootstrap"],
     script:
         "../scripts/score.py"
 

@@ -1,28 +1,10 @@
-# Uncertainty: cluster-bootstrap intervals of every metric, paired model comparisons.
+# Uncertainty: intervals of every metric (made by each model's `score` job, rules/score.smk),
+# paired model comparisons.
 
 
 wildcard_constraints:
     model_a="|".join(re.escape(m) for m in MODELS),
     model_b="|".join(re.escape(m) for m in MODELS),
-
-
-rule intervals:
-    input:
-        samples="results/benchmark/samples.parquet",
-        pairs="results/benchmark/pairs.parquet",
-        scores="results/scores/{model}.parquet",
-        metrics="results/metrics/by_model/{model}.parquet",
-    output:
-        "results/metrics/intervals_by_model/{model}.parquet",
-    log:
-        "results/logs/intervals/{model}.log",
-    conda:
-        "../envs/dualcog.yaml"
-    params:
-        bootstrap=config["bootstrap"],
-        version=STATS_VERSION,
-    script:
-        "../scripts/intervals.py"
 
 
 rule collect_intervals:

@@ -1,23 +1,43 @@
-"""Snakemake adapter: parses of one model run -> per-sample scores and its metrics."""
+"""Snakemake adapter: parses of one model run -> per-sample scores, their metrics and the
+metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), without pandas."""
 
-import pyarrow.compute as pc
+from dualcog.runtime import log, run_step, without_pandas_probe
 
-from dualcog.runtime import log, run_step
-from dualcog.schemas import METRICS, read_arrow, write_table
-from dualcog.scoring import SCORES, model_metrics, score_tables, scores_frame
+without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.runtime)
+
+import pyarrow.compute as pc  # noqa: E402
+
+from dualcog.schemas import METRICS, read_arrow, write_table  # noqa: E402
+from dualcog.scoring import SCORES, model_metrics_table, score_tables  # noqa: E402
+from dualcog.stats import (  # noqa: E402
+    CONFIDENCE_INTERVALS,
+    BootstrapSettings,
+    build_clusters,
+    model_intervals_table,
+)
+from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
 
 
 def main(sm):
+    model = sm.wildcards.model
+    settings = BootstrapSettings.from_config(sm.params.bootstrap)
     parsed = read_arrow(sm.input.parsed)
-    samples = read_arrow(sm.input.samples)
-    samples = samples.filter(pc.is_in(samples["task"], pc.unique(parsed["task"])))
+    every = read_arrow(sm.input.samples)
+    samples = every.filter(pc.is_in(every["task"], pc.unique(parsed["task"])))
     scores = score_tables(samples, parsed)
     write_table(scores, SCORES, sm.output.scores)
-    pairs = read_arrow(sm.input.pairs).to_pandas()
-    tasks = samples.select(["sample_id", "task"]).to_pandas()  # dual metrics read the pairs
-    metrics = model_metrics(sm.wildcards.model, tasks, scores_frame(scores), pairs)
-    log.info("%d metric rows", len(metrics))
+    pairs = read_arrow(sm.input.pairs)  # dual metrics read the pairs
+    tasks = pc.unique(samples["task"]).to_pylist()
+    metrics = model_metrics_table(model, tasks, scores, pairs)
+    log.info("%d metric rows", metrics.num_rows)
     write_table(metrics, METRICS, sm.output.metrics)
+    # Clusters of the whole benchmark (every model draws the same replicates), not only of
+    # the tasks this run was scored on.
+    clusters = build_clusters(every.select(CLUSTER_COLUMNS))
+    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs)
+    log.info("%d intervals, %d replicates, seed %d", intervals.num_rows, settings.replicates,
+             settings.seed)  # fmt: skip
+    write_table(intervals, CONFIDENCE_INTERVALS, sm.output.intervals)
 
 
 run_step(snakemake, main)  # noqa: F821

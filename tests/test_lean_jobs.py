@@ -297,3 +297,109 @@ def test_blank_texts_trims_the_whitespace_arrow_trims() -> None:
     texts = pa.chunked_array([[None, "", " \t\n", "\u3000x\u2028", "\x1c\x85\xa0"], [" a "]])
     assert blank_texts(texts).tolist() == [True, True, True, False, True, False]
     assert blank_texts(pa.nulls(2)).tolist() == [True, True]  # not a string column: Arrow's way
+
+
+def _score_world() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Image pairs of both families' position sides over two scenes and two difficulties, a
+    behavior and a visibility sample per mission; boxes of varied overlap (the mIoU sums are
+    not round), wrong and missing answers, strict and compatible parses."""
+    from score_fixtures import (
+        behavior_parsed,
+        behavior_sample,
+        image_parsed,
+        image_sample,
+        missing_parsed,
+        parsed_frame,
+        samples_frame,
+        visibility_parsed,
+        visibility_sample,
+    )
+
+    samples, parsed = [], []
+    for k in range(12):
+        for task in ("landmark_position", "self_position"):
+            sid = f"{task[:4]}{k}"
+            samples.append(image_sample(
+                sid, task=task, difficulty=("4way", "8way", None)[k % 3],
+                scene_id=f"s{k % 2}", landmark_id=f"lm{k % 5}", context_index=2 * k + 1,
+            ))  # fmt: skip
+            box = (0.2, 0.2, 0.41 + 0.037 * k, 0.6 + 0.011 * (k % 4))
+            for parse in ("strict", "compatible"):
+                if k == 5 and parse == "strict":
+                    parsed.append(missing_parsed(sid, task, parse))
+                    continue
+                option = ["A"] if (k + len(task) + len(parse)) % 4 else ["B"]
+                parsed.append(image_parsed(sid, parse, option, box, task=task))
+    levels = {"A": "atomic", "B": "atomic", "E": "composite"}
+    for k in range(5):
+        gold = [("A", "atomic", [[0.0, 10.0 + k]]), ("E", "composite", [[0.0, 30.0]])]
+        samples.append(behavior_sample(f"b{k}", levels, gold, k % 2 == 0, mission_id=f"m{k}"))
+        samples.append(visibility_sample(f"v{k}", 1 + k % 2, [[3.0, 17.5 + k]],
+                                         mission_id=f"m{k}"))  # fmt: skip
+        for parse in ("strict", "compatible"):
+            answers = [("A", [[0.5, 9.0 + 1.3 * k]]), ("E", [[1.0, 29.0]])][: 1 + k % 2]
+            parsed.append(behavior_parsed(f"b{k}", answers if k != 3 else None, parse))
+            parsed.append(visibility_parsed(f"v{k}", 1 + (k * 7) % 3, [[2.9, 18.0 + 0.7 * k]],
+                                            parse))  # fmt: skip
+    return samples_frame(samples), parsed_frame(parsed)
+
+
+def test_score_job_never_imports_pandas_and_writes_the_library_results(tmp_path: Path) -> None:
+    """The merged `score` job (scores, metrics, intervals) loads no pandas, and its three
+    files hold what the pandas (library) functions give for the same run."""
+    from dualcog.scoring import PAIRS, SCORES, dual_pairs, model_metrics, score_samples
+    from dualcog.stats import (
+        CONFIDENCE_INTERVALS,
+        BootstrapSettings,
+        build_clusters,
+        model_intervals,
+    )
+
+    samples, parsed = _score_world()
+    pairs, _ = dual_pairs(samples)
+    assert set(pairs["family"]) == {"position", "video"}
+    inputs = {
+        "samples": _write(schemas.to_table(samples, schemas.SAMPLES), schemas.SAMPLES,
+                          tmp_path / "samples.parquet"),
+        "pairs": _write(schemas.to_table(pairs, PAIRS), PAIRS, tmp_path / "pairs.parquet"),
+        "parsed": _write(schemas.to_table(parsed, schemas.PARSED), schemas.PARSED,
+                         tmp_path / "parsed.parquet"),
+    }  # fmt: skip
+    bootstrap = {"replicates": 120, "seed": 7, "level": 0.9}
+    out = {name: str(tmp_path / f"{name}.parquet") for name in ("scores", "metrics", "intervals")}
+    job = {
+        "script": str(REPO / "scripts/score.py"),
+        "config": {},
+        "wildcards": {"model": "m1"},
+        "input": inputs,
+        "output": out,
+        "params": {"version": "v", "stats_version": "s", "bootstrap": bootstrap},
+        "log": str(tmp_path / "score.log"),
+    }
+    (tmp_path / "jobs.json").write_text(json.dumps([job]))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "pandas" not in json.loads(result.stdout.splitlines()[-1])[job["log"]]
+
+    scores = score_samples(samples, parsed)
+    metrics = model_metrics("m1", samples, scores, pairs)
+    settings = BootstrapSettings.from_config(bootstrap)
+    intervals = model_intervals(
+        "m1", samples, scores, metrics, build_clusters(samples), settings, pairs=pairs
+    )
+    assert len(metrics) > 100 and len(intervals) == len(metrics)
+    assert {"dual_semantic_acc", "bbox_miou", "mean_tiou", "overall_score"} <= set(
+        metrics["metric"]
+    )
+    assert intervals["ci_low"].notna().any() and (intervals["ci_low"] < intervals["ci_high"]).any()
+    expected = {
+        "scores": schemas.to_table(scores, SCORES),
+        "metrics": schemas.to_table(metrics, schemas.METRICS),
+        "intervals": schemas.to_table(intervals, CONFIDENCE_INTERVALS),
+    }
+    for name, table in expected.items():
+        assert schemas.read_arrow(out[name]).equals(table), name

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from demo_fixtures import CHATTY, DEMO_MODELS, PERMILLE, demo_model_names, replay_model
 from demo_fixtures import write_demo_config as _write_config
 from workflow_runner import REPO, run_snakemake, write_config
@@ -108,7 +109,26 @@ def test_changing_one_model_reruns_only_that_model(demo_copy: Path) -> None:
     # the model is one side of the configured comparison.
     assert rules == {
         "infer", "parse", "score", "collect_metrics", "tables", "leaderboard",
-        "intervals", "collect_intervals", "plots", "stamp", "explorer", "compare", "all",
+        "collect_intervals", "plots", "stamp", "explorer", "compare", "all",
+    }  # fmt: skip
+
+
+def test_changing_bootstrap_settings_reruns_only_the_score_jobs_and_what_reads_them(
+    demo_copy: Path,
+) -> None:
+    """Each model's intervals are made by its `score` job (its params hold the settings):
+    no parse, infer or render job, every model's `score` job, then the readers."""
+    config = yaml.safe_load((demo_copy / "config" / "config.yaml").read_text())
+    config["bootstrap"] = {
+        **config["bootstrap"],
+        "replicates": config["bootstrap"]["replicates"] + 1,
+    }
+    write_config(demo_copy, config)
+    jobs = _planned_jobs(run_snakemake(demo_copy, "--dry-run").stdout)
+    assert {w["model"] for rule, w in jobs if rule == "score"} == demo_model_names()
+    assert {rule for rule, _ in jobs} == {
+        "score", "collect_metrics", "collect_intervals", "tables", "leaderboard", "plots",
+        "explorer", "compare", "all",
     }  # fmt: skip
 
 

@@ -38,6 +38,40 @@ def setup_logging(log_path: str | Path | None) -> None:
     )
 
 
+class _PandasAbsent:
+    """A `sys.meta_path` finder (importlib.abc is not imported for it: job start-up)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def without_pandas_probe() -> None:
+    """Answer pyarrow's one question "is pandas installed?" with no, in a job that never
+    builds a pandas object.
+
+    pyarrow asks it once per process, by importing pandas (0.3-0.5 CPU-s), at its first
+    conversion of a Python or numpy value (`pa.array`, `pa.scalar`, a compute call with a
+    Python scalar, `to_numpy(zero_copy_only=False)`), only to tell whether the value is a
+    pandas object. Here the question is asked while pandas cannot be imported, so pyarrow
+    records "no pandas" and converts as it would any non-pandas value. Nothing is lost: a
+    later call that needs pandas (`to_pandas`, `from_pandas`) imports it then (pyarrow
+    retries; tests/test_lean_jobs.py checks both). Call it before the job's first Arrow
+    conversion, in job scripts only: a process that already holds pandas objects keeps the
+    usual check (nothing is done once pandas is loaded).
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    finder = _PandasAbsent()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([0])  # the question is asked here, once
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
     """Run one rule's work with its log file set up; a known error exits with its message."""
     setup_logging(snakemake.log[0] if len(snakemake.log) else None)

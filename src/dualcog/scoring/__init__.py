@@ -1,16 +1,21 @@
 """Scoring and metrics of docs/protocol.md §4–§7 and §9.
 
-`score_samples` turns one model run's parsed responses into per-sample score rows
-(schema `SCORES`); `model_metrics` aggregates them into `schemas.METRICS` rows.
+`score_tables` turns one model run's parsed responses into per-sample score rows
+(schema `SCORES`); `model_metrics_table` aggregates them into `schemas.METRICS` rows. Both
+work on Arrow tables (the `score` job never loads pandas); `score_samples` and
+`model_metrics` are the same for pandas frames.
 """
 
-# Exports are loaded on first use (PEP 562): a job that needs one submodule (the explorer
-# reads `intervals` and `video`, numpy and Arrow only) does not load pandas through `score`.
+# Exports are loaded on first use (PEP 562): a job loads only the submodules it uses.
 _EXPORTS = {
     "model_metrics": "aggregate",
+    "model_metrics_table": "aggregate",
     "task_metrics": "aggregate",
+    "task_metric_rows": "aggregate",
+    "dual_metric_rows": "dual",
     "dual_metrics": "dual",
     "dual_pairs": "dual",
+    "pair_table_for_tasks": "dual",
     "pairs_for_tasks": "dual",
     "box_iou": "geometry",
     "boxes_to_array": "geometry",
@@ -40,17 +45,21 @@ __all__ = [
     "SCORES",
     "box_iou",
     "boxes_to_array",
+    "dual_metric_rows",
     "dual_metrics",
     "dual_pairs",
     "f1_score",
     "greedy_match",
     "match_classes",
     "model_metrics",
+    "model_metrics_table",
+    "pair_table_for_tasks",
     "pairs_for_tasks",
     "score_samples",
     "score_tables",
     "scores_frame",
     "scores_table",
+    "task_metric_rows",
     "task_metrics",
     "tiou",
 ]

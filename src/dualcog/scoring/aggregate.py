@@ -1,14 +1,24 @@
-"""Per-task metrics, convenience aggregates and the METRICS rows of one model (§4–§7, §9)."""
+"""Per-task metrics, convenience aggregates and the METRICS rows of one model (§4–§7, §9).
+
+The work is on Arrow tables and numpy (`model_metrics_table`: the `score` job's path, which
+never loads pandas); `model_metrics`, `task_metrics` and `overall_metrics` are the same
+computation for frames. Sums are those pandas' group-by computed before (compensated, in row
+order: `kahan_sums`), so every value is the same to the last bit.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from dualcog.arrow_rows import table_from_columns
 from dualcog.schemas import METRICS
-from dualcog.scoring.dual import FAMILY_SIDES, dual_metrics, pairs_for_tasks
+from dualcog.scoring.columns import counts, dense_groups, encoded, flags, floats, kahan_sums
+from dualcog.scoring.dual import FAMILY_SIDES, dual_metric_rows, pair_table_for_tasks
 from dualcog.scoring.intervals import f1_score
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
@@ -18,6 +28,9 @@ from dualcog.tasks import (
     SCORED_TASKS,
     VIDEO_DIFFICULTIES,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRIC_COLUMNS = ["task", "parse", "stratum", "metric", "value", "n"]
 
@@ -36,38 +49,20 @@ EVIDENCE_METRICS: tuple[tuple[str, str], ...] = (
 )
 AGGREGATE_PARSE = "compatible"
 
-_SUMS = {
-    "n": ("sample_id", "size"),
-    "responded": ("responded", "sum"),
-    "valid": ("valid", "sum"),
-    "option_correct": ("option_correct", "sum"),
-    "bbox_hit": ("bbox_hit", "sum"),
-    "iou": ("iou", "sum"),
-    "joint_correct": ("joint_correct", "sum"),
-    "composite_correct": ("composite_set_correct", "sum"),
-    "composite_n": ("composite_set_correct", "count"),
-    "label_tp": ("label_tp", "sum"),
-    "label_fp": ("label_fp", "sum"),
-    "label_fn": ("label_fn", "sum"),
-    "interval_tp": ("interval_tp", "sum"),
-    "interval_fp": ("interval_fp", "sum"),
-    "interval_fn": ("interval_fn", "sum"),
-    "tiou_sum": ("tiou_sum", "sum"),
-    "n_gold": ("n_gold_intervals", "sum"),
-    "count_correct": ("count_correct", "sum"),
-}
+# Summed score columns: (name, score column); flags count their true values (null: 0).
+_FLAG_SUMS = (("responded", "responded"), ("valid", "valid"),
+              ("option_correct", "option_correct"), ("bbox_hit", "bbox_hit"),
+              ("joint_correct", "joint_correct"), ("composite_correct", "composite_set_correct"),
+              ("count_correct", "count_correct"))  # fmt: skip
+_COUNT_SUMS = (("label_tp", "label_tp"), ("label_fp", "label_fp"), ("label_fn", "label_fn"),
+               ("interval_tp", "interval_tp"), ("interval_fp", "interval_fp"),
+               ("interval_fn", "interval_fn"), ("n_gold", "n_gold_intervals"))  # fmt: skip
+_FLOAT_SUMS = (("iou", "iou"), ("tiou_sum", "tiou_sum"))
+
+Row = tuple  # (task, parse, stratum, metric, value, n)
 
 
-def _stratified(scores: pd.DataFrame) -> pd.DataFrame:
-    """Every row under stratum `all`, and again under its difficulty when it has one."""
-    by_difficulty = scores[scores["difficulty"].notna()]
-    return pd.concat(
-        [scores.assign(stratum="all"), by_difficulty.assign(stratum=by_difficulty["difficulty"])],
-        ignore_index=True,
-    )
-
-
-def _task_rows(task: str, s: pd.Series) -> list[tuple[str, float, int]]:
+def _task_rows(task: str, s: dict) -> list[tuple[str, float, int]]:
     """(metric, value, n) of one task × parse × stratum from its summed score columns."""
     n = int(s["n"])
     rows = [
@@ -99,22 +94,68 @@ def _task_rows(task: str, s: pd.Series) -> list[tuple[str, float, int]]:
     return [(metric, float(value), count) for metric, value, count in rows]
 
 
-def task_metrics(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per scored task × parse × stratum metric rows (§4, §5, §9), rows with n = 0 left out."""
-    if scores.empty:
-        return pd.DataFrame(columns=METRIC_COLUMNS)
-    numeric = scores.copy()
-    for column in ("responded", "valid", "option_correct", "bbox_hit", "joint_correct",
-                   "count_correct"):  # fmt: skip
-        numeric[column] = numeric[column].astype("Float64")
-    numeric["composite_set_correct"] = numeric["composite_set_correct"].astype("Float64")
-    sums = _stratified(numeric).groupby(["task", "parse", "stratum"], sort=True).agg(**_SUMS)
-    rows = []
-    for (task, parse, stratum), s in sums.iterrows():
-        for metric, value, n in _task_rows(task, s.fillna(0)):
+def _stratum_groups(scores: pa.Table) -> tuple[np.ndarray, np.ndarray, list[tuple]]:
+    """Every row under stratum `all`, and again under its difficulty when it has one.
+
+    Returns the rows (positions into `scores`), each one's group, and the groups' (task,
+    parse, stratum) names, groups sorted by name (rows without a task or parse left out).
+    """
+    task, tasks = encoded(scores["task"])
+    parse, parses = encoded(scores["parse"])
+    difficulty, difficulties = encoded(scores["difficulty"])
+    strata = list(dict.fromkeys(["all", *difficulties]))
+    stratum_of = np.array([strata.index(d) for d in difficulties], dtype=np.int64)
+    graded = np.flatnonzero(difficulty >= 0)
+    rows = np.concatenate([np.arange(scores.num_rows), graded])
+    stratum = np.concatenate([np.zeros(scores.num_rows, np.int64), stratum_of[difficulty[graded]]])
+    keep = (task[rows] >= 0) & (parse[rows] >= 0)
+    rows, stratum = rows[keep], stratum[keep]
+    combined = (task[rows] * len(parses) + parse[rows]) * len(strata) + stratum
+    found, group = dense_groups(combined, len(tasks) * len(parses) * len(strata))
+    names = []
+    for value in found.tolist():
+        rest, s = divmod(value, len(strata))
+        t, p = divmod(rest, len(parses))
+        names.append((tasks[t], parses[p], strata[s]))
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[order] = np.arange(len(names))
+    return rows, rank[group], [names[i] for i in order]
+
+
+def task_metric_rows(scores: pa.Table) -> list[Row]:
+    """Per scored task × parse × stratum metric rows (§4, §5, §9) of a SCORES table, rows with
+    n = 0 left out, groups in (task, parse, stratum) order."""
+    if scores.num_rows == 0:
+        return []
+    rows, group, names = _stratum_groups(scores)
+    size = len(names)
+    sums: dict[str, np.ndarray] = {"n": np.bincount(group, minlength=size).astype(np.float64)}
+    for name, column in _FLAG_SUMS:
+        sums[name] = np.bincount(group, weights=flags(scores[column])[rows], minlength=size)
+    _, known = counts(scores["composite_set_correct"].cast(pa.int64()))
+    sums["composite_n"] = np.bincount(group, weights=known[rows], minlength=size)
+    for name, column in _COUNT_SUMS:
+        values, _ = counts(scores[column])
+        sums[name] = np.bincount(group, weights=values[rows], minlength=size)
+    for name, column in _FLOAT_SUMS:
+        sums[name] = kahan_sums(floats(scores[column])[rows], group, size)
+    out = []
+    for at, (task, parse, stratum) in enumerate(names):
+        for metric, value, n in _task_rows(task, {k: v[at] for k, v in sums.items()}):
             if n > 0:
-                rows.append((task, parse, stratum, metric, value, n))
-    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+                out.append((task, parse, stratum, metric, value, n))
+    return out
+
+
+def task_metrics(scores: pd.DataFrame) -> pd.DataFrame:
+    """`task_metric_rows` of a scores frame."""
+    import pandas as pd
+
+    from dualcog.scoring.schema import SCORES
+    from dualcog.scoring.score import as_table
+
+    return pd.DataFrame(task_metric_rows(as_table(scores, SCORES)), columns=METRIC_COLUMNS)
 
 
 def aggregate_inputs(available: Container[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
@@ -137,27 +178,65 @@ def aggregate_inputs(available: Container[tuple[str, str]]) -> dict[str, list[tu
     }
 
 
-def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+def overall_rows(per_task: Iterable[Row]) -> list[Row]:
     """Convenience aggregates (§7): means of the headline metrics present, compatible, `all`.
 
-    A score is computed over the inputs present in `metrics` (a run over image tasks only
+    A score is computed over the inputs present in `per_task` (a run over image tasks only
     averages its 4 + 4 image metrics), `n` being how many values were averaged; a score
     with no input is omitted.
     """
-    base = metrics[(metrics["parse"] == AGGREGATE_PARSE) & (metrics["stratum"] == "all")]
-    value_of = {(t, m): v for t, m, v in base[["task", "metric", "value"]].itertuples(index=False)}
+    value_of = {(t, m): v for t, p, s, m, v, _ in per_task if p == AGGREGATE_PARSE and s == "all"}
     groups = {
         name: [value_of[key] for key in keys] for name, keys in aggregate_inputs(value_of).items()
     }
     groups["overall_score"] = [
         float(np.mean(groups[g])) for g in ("semantic_score", "evidence_score") if groups[g]
     ]
-    rows = [
+    return [
         ("overall", AGGREGATE_PARSE, "all", metric, float(np.mean(values)), len(values))
         for metric, values in groups.items()
         if values
     ]
-    return pd.DataFrame(rows, columns=METRIC_COLUMNS)
+
+
+def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+    """`overall_rows` of a frame of metric rows."""
+    import pandas as pd
+
+    rows = metrics[METRIC_COLUMNS].itertuples(index=False, name=None)
+    return pd.DataFrame(overall_rows(list(rows)), columns=METRIC_COLUMNS)
+
+
+def _ordered(rows: list[Row]) -> list[Row]:
+    """Stable reading order: tasks as in §1, then dual families, then overall; `all` first."""
+    task_order = [t.task for t in SCORED_TASKS] + list(FAMILY_SIDES) + ["overall"]
+    strata = ["all", *IMAGE_DIFFICULTIES, *VIDEO_DIFFICULTIES]
+    ranks = [{name: i for i, name in enumerate(names)} for names in (task_order, PARSE_MODES,
+                                                                    strata)]  # fmt: skip
+
+    def key(row: Row) -> tuple:
+        # Unknown names sort last (as pandas' NaN ranks did), then by stratum name.
+        return (*(rank.get(value, math.inf) for rank, value in zip(ranks, row[:3], strict=True)),
+                row[2])  # fmt: skip
+
+    return sorted(rows, key=key)
+
+
+def model_metrics_table(
+    model: str, tasks: Iterable[str], scores: pa.Table, pairs: pa.Table
+) -> pa.Table:
+    """All METRICS rows of one model run: tasks, dual families, overall aggregates.
+
+    `tasks`: the tasks the run was scored on; `pairs`: the benchmark's matched-context pairs
+    (PAIRS), of which only the families of `tasks` are used.
+    """
+    per_task = task_metric_rows(scores)
+    dual = dual_metric_rows(scores, pair_table_for_tasks(pairs, tasks))
+    rows = _ordered(per_task + dual + overall_rows(per_task))
+    columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in range(6)]
+    columns[4] = [float(value) for value in columns[4]]
+    columns[5] = [int(n) for n in columns[5]]
+    return table_from_columns([[model] * len(rows), *columns], METRICS)
 
 
 def model_metrics(
@@ -166,35 +245,17 @@ def model_metrics(
     scores: pd.DataFrame,
     pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """All METRICS rows of one model run: tasks, dual families, overall aggregates.
-
-    `pairs`: the benchmark's matched-context pairs (`dual_pairs`), computed from `samples`
-    when not given; only the families of the tasks in `samples` are used.
+    """`model_metrics_table` of frames: the run's tasks are those of `samples`; `pairs`, the
+    benchmark's matched-context pairs (`dual_pairs`), computed from `samples` when not given.
     """
-    per_task = task_metrics(scores)
-    if pairs is not None:
-        pairs = pairs_for_tasks(pairs, samples["task"].unique())
-    parts = [per_task, dual_metrics(samples, scores, pairs), overall_metrics(per_task)]
-    frame = pd.concat([p for p in parts if not p.empty], ignore_index=True)
-    if frame.empty:
-        frame = pd.DataFrame(columns=METRIC_COLUMNS)
-    frame.insert(0, "model", model)
-    frame = frame.astype({"value": "float64", "n": "int64"})
-    return _ordered(frame)[METRICS.names].reset_index(drop=True)
+    from dualcog.schemas import to_table
+    from dualcog.scoring.dual import dual_pairs
+    from dualcog.scoring.schema import PAIRS, SCORES
+    from dualcog.scoring.score import as_table
 
-
-def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
-    """Stable reading order: tasks as in §1, then dual families, then overall; `all` first."""
-    task_order = [t.task for t in SCORED_TASKS] + list(FAMILY_SIDES) + ["overall"]
-    strata = ["all", *IMAGE_DIFFICULTIES, *VIDEO_DIFFICULTIES]
-    keys = pd.DataFrame(
-        {
-            "task": frame["task"].map({t: i for i, t in enumerate(task_order)}),
-            "parse": frame["parse"].map({p: i for i, p in enumerate(PARSE_MODES)}),
-            "stratum_rank": frame["stratum"].map({s: i for i, s in enumerate(strata)}),
-            "stratum": frame["stratum"],
-        },
-        index=frame.index,
+    if pairs is None:
+        pairs, _ = dual_pairs(samples)
+    table = model_metrics_table(
+        model, samples["task"].unique(), as_table(scores, SCORES), to_table(pairs, PAIRS)
     )
-    order = keys.sort_values(list(keys.columns), kind="stable", na_position="last").index
-    return frame.loc[order]
+    return table.to_pandas()

@@ -131,3 +131,47 @@ def at_rows(values: np.ndarray, at: np.ndarray, absent: object) -> np.ndarray:
 
 def dictionary_size(*code_arrays: np.ndarray) -> int:
     return 1 + max((int(c.max()) for c in code_arrays if len(c)), default=0)
+
+
+def encoded(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, list]:
+    """A column as dictionary codes (int64, -1 for null) and the dictionary's values, in
+    order of first appearance."""
+    dictionary = pc.dictionary_encode(single(array))
+    codes = dictionary.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return np.asarray(codes, dtype=np.int64), dictionary.dictionary.to_pylist()
+
+
+def first_seen(codes: np.ndarray) -> np.ndarray:
+    """The distinct codes in order of first appearance (as `pandas.unique`)."""
+    _, first = np.unique(codes, return_index=True)
+    return codes[np.sort(first)]
+
+
+def kahan_sums(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the compensated (Kahan) sum of its non-NaN values, in row order.
+
+    This is the sum a pandas group-by computes (its `group_sum`), to the last bit: metrics
+    that were pandas sums keep their exact values. `np.bincount` adds without compensation
+    and may differ in the last bits.
+    """
+    keep = ~np.isnan(values)
+    total = [0.0] * n_groups
+    error = [0.0] * n_groups
+    for value, at in zip(values[keep].tolist(), group[keep].tolist(), strict=True):
+        y = value - error[at]
+        t = total[at] + y
+        compensation = t - total[at] - y
+        error[at] = 0.0 if compensation != compensation else compensation  # inf - inf
+        total[at] = t
+    return np.array(total, dtype=np.float64)
+
+
+def dense_groups(combined: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(combined, return_inverse=True)` for codes in [0, space), without sorting:
+    the distinct codes ascending, and each value's position among them."""
+    seen = np.zeros(space, bool)
+    seen[combined] = True
+    found = np.flatnonzero(seen)
+    position = np.full(space, -1, np.int64)
+    position[found] = np.arange(len(found))
+    return found, position[combined]

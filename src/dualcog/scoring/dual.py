@@ -1,11 +1,25 @@
-"""Matched-context dual metrics (docs/protocol.md §6): pairing samples, then paired co-success."""
+"""Matched-context dual metrics (docs/protocol.md §6): pairing samples, then paired co-success.
+
+Pairing (`dual_pairs`, the `pairs` job) works on pandas frames; the metrics
+(`dual_metric_rows`) on Arrow tables and numpy, so that the per-model `score` job never loads
+pandas. `dual_metrics` is the same computation for frames.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dualcog.arrow_rows import column_array
+from dualcog.scoring.columns import encoded, first_seen, flags, string_codes
 from dualcog.tasks import IMAGE_DUAL_FAMILIES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VIDEO_FAMILY = "video"
 VIDEO_SIDES = ("behavior", "landmark_visibility")  # (agent-state, world-state)
@@ -16,6 +30,8 @@ PAIR_COLUMNS = ["family", "agent_sample_id", "world_sample_id", "stratum"]
 
 def _image_pairs(samples: pd.DataFrame, family: str, sides: tuple[str, str]) -> pd.DataFrame:
     """Pairs of one image family: same key; several per side in a slot pair k-th with k-th."""
+    import pandas as pd
+
     agent_task, world_task = sides
     sub = samples[samples["task"].isin(sides)].dropna(subset=IMAGE_PAIR_KEY)
     sub = sub.sort_values(["context_index", "sample_id"], kind="stable")
@@ -35,6 +51,8 @@ def _image_pairs(samples: pd.DataFrame, family: str, sides: tuple[str, str]) -> 
 
 def _video_pairs(samples: pd.DataFrame) -> pd.DataFrame:
     """Behavior and visibility samples of one mission_id, first occurrence of each."""
+    import pandas as pd
+
     ordered = samples[samples["task"].isin(VIDEO_SIDES)].sort_values(
         ["manifest_path", "manifest_order"], kind="stable", na_position="last"
     )
@@ -60,6 +78,8 @@ def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     metrics). Image samples missing a key field, or video samples without a mission_id or
     repeating an earlier mission_id of their task, are unpaired.
     """
+    import pandas as pd
+
     frames = [_image_pairs(samples, f, s) for f, s in IMAGE_DUAL_FAMILIES.items()]
     frames.append(_video_pairs(samples))
     pairs = pd.concat(frames, ignore_index=True)[PAIR_COLUMNS]
@@ -74,6 +94,11 @@ def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pairs, unpaired
 
 
+def _families_of(tasks: Iterable) -> list[str]:
+    chosen = set(tasks)
+    return [f for f, sides in FAMILY_SIDES.items() if set(sides) <= chosen]
+
+
 def pairs_for_tasks(pairs: pd.DataFrame, tasks) -> pd.DataFrame:
     """The pairs of the families whose two sides are both among `tasks`.
 
@@ -81,9 +106,14 @@ def pairs_for_tasks(pairs: pd.DataFrame, tasks) -> pd.DataFrame:
     `dual_pairs` of the samples restricted to `tasks`: the benchmark's pairs are computed
     once and every run, whatever tasks it ran, reads its own from them.
     """
-    chosen = set(tasks)
-    families = [f for f, sides in FAMILY_SIDES.items() if set(sides) <= chosen]
+    families = _families_of(tasks)
     return pairs[pairs["family"].isin(families)].reset_index(drop=True)
+
+
+def pair_table_for_tasks(pairs: pa.Table, tasks: Iterable) -> pa.Table:
+    """`pairs_for_tasks` of a PAIRS table."""
+    families = column_array(_families_of(tasks), pa.string())
+    return pairs.filter(pc.is_in(pairs["family"], value_set=families))
 
 
 def _success_by_sample(codes: np.ndarray, flag: np.ndarray, n_codes: int) -> np.ndarray:
@@ -94,49 +124,40 @@ def _success_by_sample(codes: np.ndarray, flag: np.ndarray, n_codes: int) -> np.
     return present & ~failed
 
 
-def _flag(scores: pd.DataFrame, name: str) -> np.ndarray:
-    return scores[name].fillna(False).astype(bool).to_numpy()
+def dual_metric_rows(scores: pa.Table, pairs: pa.Table) -> list[tuple]:
+    """dual_semantic_acc / dual_evidence_acc rows (task = family) per parse mode and stratum,
+    as (task, parse, stratum, metric, value, n), from a SCORES table and the PAIRS to use.
 
-
-def dual_metrics(
-    samples: pd.DataFrame, scores: pd.DataFrame, pairs: pd.DataFrame | None = None
-) -> pd.DataFrame:
-    """dual_semantic_acc / dual_evidence_acc rows (task = family) per parse mode and stratum.
-
-    Parse modes are those in which the family's agent-state task was scored. A side without
-    a score row in that mode (not scored, or no response) fails.
+    Parse modes are those in which the family's agent-state task was scored, in order of
+    appearance. A side without a score row in that mode (not scored, or no response) fails.
     """
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
     # One integer code per sample id, shared by the score rows and both sides of every pair.
-    codes, uniques = pd.factorize(
-        pd.concat(
-            [scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]],
-            ignore_index=True,
-        )
+    score_code, agent_code, world_code = string_codes(
+        scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]
     )
-    n_scores, n_pairs, n_codes = len(scores), len(pairs), len(uniques)
-    score_code = codes[:n_scores]
-    agent_code = codes[n_scores : n_scores + n_pairs]
-    world_code = codes[n_scores + n_pairs :]
-    parse = scores["parse"].to_numpy(dtype=object)
-    semantic, evidence = _flag(scores, "semantic_ok"), _flag(scores, "evidence_ok")
-    family_of = pairs["family"].to_numpy(dtype=object)
-    stratum_of = pairs["stratum"]
-    request_task = scores["request_task"].to_numpy(dtype=object)
+    n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
+                      default=-1)  # fmt: skip
+    parse, parse_names = encoded(scores["parse"])
+    request, request_names = encoded(scores["request_task"])
+    semantic, evidence = flags(scores["semantic_ok"]), flags(scores["evidence_ok"])
+    family_of, family_names = encoded(pairs["family"])
+    stratum_of, stratum_names = encoded(pairs["stratum"])
     rows = []
     for family, (agent_task, _) in FAMILY_SIDES.items():
-        in_family = family_of == family
+        in_family = family_of == (family_names.index(family) if family in family_names else -2)
         if not in_family.any():
             continue
         agent, world = agent_code[in_family], world_code[in_family]
         strata = stratum_of[in_family]
+        present = sorted(stratum_names[c] for c in np.unique(strata[strata >= 0]))
         masks = [("all", np.ones(len(agent), bool))] + [
-            (stratum, (strata == stratum).to_numpy())
-            for stratum in sorted(strata.dropna().unique())
+            (stratum, strata == stratum_names.index(stratum)) for stratum in present
         ]
-        for mode in pd.unique(parse[request_task == agent_task]):
-            in_mode = parse == mode
+        agent_request = request_names.index(agent_task) if agent_task in request_names else -2
+        for mode in first_seen(parse[request == agent_request]):
+            if mode < 0:
+                continue
+            in_mode = (parse == mode) & (score_code >= 0)
             success = {}
             for metric, flag in (("dual_semantic_acc", semantic), ("dual_evidence_acc", evidence)):
                 ok = _success_by_sample(score_code[in_mode], flag[in_mode], n_codes)
@@ -146,5 +167,20 @@ def dual_metrics(
                 if n == 0:
                     continue
                 for metric, both in success.items():
-                    rows.append((family, mode, stratum, metric, both[mask].mean(), n))
+                    rows.append((family, parse_names[mode], stratum, metric, both[mask].mean(), n))
+    return rows
+
+
+def dual_metrics(
+    samples: pd.DataFrame, scores: pd.DataFrame, pairs: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """`dual_metric_rows` of frames; `pairs` default to every pair of `samples`."""
+    import pandas as pd
+
+    from dualcog.schemas import to_table
+    from dualcog.scoring.schema import PAIRS, SCORES
+
+    if pairs is None:
+        pairs, _ = dual_pairs(samples)
+    rows = dual_metric_rows(to_table(scores, SCORES), to_table(pairs, PAIRS))
     return pd.DataFrame(rows, columns=["task", "parse", "stratum", "metric", "value", "n"])

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from dualcog.schemas import to_table
+
+if TYPE_CHECKING:  # frames only for the library's pandas callers
+    import pandas as pd
 
 # Null where a column does not apply to the row's task (e.g. `iou` on video rows).
 SCORES = pa.schema(
@@ -64,6 +68,8 @@ _PANDAS_DTYPES = {
 
 
 def empty_scores() -> pd.DataFrame:
+    import pandas as pd
+
     return conform_scores(pd.DataFrame())
 
 

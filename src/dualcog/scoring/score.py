@@ -9,9 +9,9 @@ per value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,6 +22,9 @@ from dualcog.scoring.row_source import RowSource
 from dualcog.scoring.schema import SCORES, conform_scores, empty_scores
 from dualcog.scoring.video import score_behavior, score_visibility
 from dualcog.tasks import IMAGE_TASKS, PARSE_MODES, REQUEST_BY_TASK
+
+if TYPE_CHECKING:  # the `score` job works on Arrow tables and never loads pandas
+    import pandas as pd
 
 VIDEO_PARSE_MODES = ("strict", "compatible")  # legacy exists for image tasks only (§3.4)
 

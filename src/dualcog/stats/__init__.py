@@ -3,7 +3,9 @@
 See docs/protocol.md ("Uncertainty") for the resampling units and the estimators.
 
 The names below are imported on first use (PEP 562), so that a job needing only the
-intervals schema (`collect_intervals`) does not import pandas and the scoring package.
+intervals schema (`collect_intervals`) does not import the scoring package. The `score` job's
+path (`build_clusters`, `model_intervals_table`) is Arrow and numpy; pandas is loaded only by
+the frame functions (`model_intervals`, `metric_matrices`, `compare_models`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ _SOURCES = {
     "CONFIDENCE_INTERVALS": "dualcog.stats.schema",
     "BootstrapSettings": "dualcog.stats.bootstrap",
     "model_intervals": "dualcog.stats.bootstrap",
+    "model_intervals_table": "dualcog.stats.bootstrap",
     "percentile_interval": "dualcog.stats.bootstrap",
     "Clusters": "dualcog.stats.clusters",
     "build_clusters": "dualcog.stats.clusters",
@@ -25,6 +28,7 @@ _SOURCES = {
     "comparison_pairs": "dualcog.stats.compare",
     "MetricMatrices": "dualcog.stats.estimands",
     "metric_matrices": "dualcog.stats.estimands",
+    "metric_matrices_table": "dualcog.stats.estimands",
 }
 
 __all__ = [
@@ -38,14 +42,21 @@ __all__ = [
     "comparison_markdown",
     "comparison_pairs",
     "metric_matrices",
+    "metric_matrices_table",
     "model_intervals",
+    "model_intervals_table",
     "percentile_interval",
     "replicate_weights",
 ]
 assert sorted(__all__) == sorted(_SOURCES)
 
 if TYPE_CHECKING:
-    from dualcog.stats.bootstrap import BootstrapSettings, model_intervals, percentile_interval
+    from dualcog.stats.bootstrap import (
+        BootstrapSettings,
+        model_intervals,
+        model_intervals_table,
+        percentile_interval,
+    )
     from dualcog.stats.clusters import Clusters, build_clusters, replicate_weights
     from dualcog.stats.compare import (
         COMPARISON,
@@ -53,7 +64,7 @@ if TYPE_CHECKING:
         comparison_markdown,
         comparison_pairs,
     )
-    from dualcog.stats.estimands import MetricMatrices, metric_matrices
+    from dualcog.stats.estimands import MetricMatrices, metric_matrices, metric_matrices_table
     from dualcog.stats.schema import CONFIDENCE_INTERVALS
 
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from dualcog.arrow_rows import table_from_columns
 from dualcog.errors import DataError
+from dualcog.scoring.columns import floats
 from dualcog.stats.clusters import Clusters, replicate_weights
-from dualcog.stats.estimands import KEY, MetricMatrices, metric_matrices
+from dualcog.stats.estimands import KEY, metric_matrices_table
 from dualcog.stats.schema import CONFIDENCE_INTERVALS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # metrics.parquet values are recomputed here from per-cluster sums; summation order may
 # differ in the last bits, anything larger means scores and metrics disagree.
@@ -47,21 +53,62 @@ def percentile_interval(replicates: np.ndarray, level: float) -> tuple[np.ndarra
     return low, high, defined
 
 
-def interval_frame(
-    matrices: MetricMatrices, weights: np.ndarray, settings: BootstrapSettings
-) -> pd.DataFrame:
-    """Point estimate, interval and sizes of every metric of `matrices`."""
-    frame = matrices.all_keys()[KEY].copy()
-    replicated = matrices.evaluate(weights)
-    low, high, defined = percentile_interval(replicated, settings.level)
-    frame["value"] = matrices.point()
-    frame["ci_low"] = low
-    frame["ci_high"] = high
-    frame["n_clusters"] = matrices.n_clusters()
-    frame["n_boot"] = defined.astype(np.int64)
-    frame["seed"] = settings.seed
-    frame["level"] = settings.level
-    return frame
+def _out_of_step(model: str, detail: str, field: str) -> DataError:
+    return DataError(f"{detail}: scores and metrics of {model!r} are out of step", field=field)
+
+
+def model_intervals_table(
+    model: str,
+    scores: pa.Table,
+    metrics: pa.Table,
+    clusters: Clusters,
+    settings: BootstrapSettings,
+    pairs: pa.Table,
+    weights: np.ndarray | None = None,
+) -> pa.Table:
+    """CONFIDENCE_INTERVALS rows of one model (Arrow): one per row of its METRICS table, in
+    its order.
+
+    The metric set and every point estimate are checked against `metrics` (the scorer's
+    output), and `value` is copied from it, so the two files never disagree. `pairs` are the
+    benchmark's matched-context pairs (PAIRS).
+    """
+    weights = settings.weights(clusters) if weights is None else weights
+    matrices = metric_matrices_table(scores, clusters, pairs)
+    keys = [tuple(row[:4]) for row in matrices.key_rows()]
+    low, high, defined = percentile_interval(matrices.evaluate(weights), settings.level)
+    point, n_clusters = matrices.point(), matrices.n_clusters()
+    reported = floats(metrics["value"])
+    listed = [tuple(metrics[name].to_pylist()) for name in KEY]
+    listed = list(zip(*listed, strict=True))
+    column_of = {key: i for i, key in enumerate(keys)}
+    stray = sorted(set(keys).symmetric_difference(listed))
+    if stray:
+        side = "scores" if stray[0] in column_of else "metrics table"
+        detail = f"{len(stray)} metric rows exist only in the {side}, e.g. {stray[0]}"
+        raise _out_of_step(model, detail, "metric")
+    at = np.array([column_of[key] for key in listed], dtype=np.int64)
+    recomputed = point[at] if len(at) else np.zeros(0)
+    differs = ~np.isclose(recomputed, reported, rtol=0, atol=AGREEMENT_TOLERANCE)
+    differs &= ~(np.isnan(recomputed) & np.isnan(reported))
+    if differs.any():
+        row = int(np.flatnonzero(differs)[0])
+        detail = (f"recomputed {float(recomputed[row])!r} but the metrics table holds "
+                  f"{float(reported[row])!r} for {listed[row]}")  # fmt: skip
+        raise _out_of_step(model, detail, "value")
+    n = len(listed)
+    columns = [
+        [model] * n,
+        *([key[i] for key in listed] for i in range(4)),
+        reported.tolist(),
+        low[at].tolist(),
+        high[at].tolist(),
+        n_clusters[at].tolist(),
+        defined[at].astype(np.int64).tolist(),
+        [int(settings.seed)] * n,
+        [float(settings.level)] * n,
+    ]
+    return table_from_columns(columns, CONFIDENCE_INTERVALS)
 
 
 def model_intervals(
@@ -74,37 +121,22 @@ def model_intervals(
     weights: np.ndarray | None = None,
     pairs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """CONFIDENCE_INTERVALS rows of one model: one per row of its metrics table.
+    """`model_intervals_table` of frames; `pairs` default to every matched-context pair of
+    `samples`."""
+    from dualcog.schemas import METRICS, to_table
+    from dualcog.scoring.dual import dual_pairs
+    from dualcog.scoring.schema import PAIRS, SCORES
+    from dualcog.scoring.score import as_table
 
-    The metric set and every point estimate are checked against `metrics` (the scorer's
-    output), and `value` is copied from it, so the two files never disagree. `pairs` are the
-    benchmark's matched-context pairs (default: paired from `samples` here).
-    """
-    weights = settings.weights(clusters) if weights is None else weights
-    matrices = metric_matrices(scores, samples, clusters, pairs)
-    frame = interval_frame(matrices, weights, settings)
-    reference = metrics[KEY + ["value"]].rename(columns={"value": "reported"})
-    joined = frame.merge(reference, on=KEY, how="outer", indicator=True)
-    stray = joined[joined["_merge"] != "both"]
-    if len(stray):
-        row = stray.iloc[0]
-        side = "metrics table" if row["_merge"] == "right_only" else "scores"
-        raise DataError(
-            f"{len(stray)} metric rows exist only in the {side}, e.g. "
-            f"{tuple(row[k] for k in KEY)}: scores and metrics of {model!r} are out of step",
-            field="metric",
-        )
-    differs = ~np.isclose(joined["value"], joined["reported"], rtol=0, atol=AGREEMENT_TOLERANCE)
-    differs &= ~(joined["value"].isna() & joined["reported"].isna())
-    if differs.any():
-        row = joined[differs].iloc[0]
-        raise DataError(
-            f"recomputed {row['value']!r} but the metrics table holds {row['reported']!r} for "
-            f"{tuple(row[k] for k in KEY)}: scores and metrics of {model!r} are out of step",
-            field="value",
-        )
-    joined["value"] = joined["reported"]
-    joined.insert(0, "model", model)
-    order = metrics[KEY].reset_index(drop=True).reset_index().rename(columns={"index": "order"})
-    joined = joined.merge(order, on=KEY).sort_values("order")
-    return joined[CONFIDENCE_INTERVALS.names].reset_index(drop=True)
+    if pairs is None:
+        pairs, _ = dual_pairs(samples)
+    table = model_intervals_table(
+        model,
+        as_table(scores, SCORES),
+        to_table(metrics, METRICS),
+        clusters,
+        settings,
+        to_table(pairs, PAIRS),
+        weights,
+    )
+    return table.to_pandas()

@@ -9,12 +9,18 @@ that every replicate holds as many clusters of each modality as the benchmark.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dualcog.tasks import IMAGE_TASKS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MODALITY_GROUPS = ("image", "video")
 # The samples columns `build_clusters` reads.
@@ -32,55 +38,69 @@ class Clusters:
     ids: tuple[str, ...]
     index_of: dict[str, int]
     group_sizes: tuple[int, ...]
+    # `index_of` as Arrow hash look-ups: the sample ids, and each one's cluster position.
+    sample_ids: pa.Array | None = field(default=None, compare=False, repr=False)
+    positions: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def indices(self, sample_ids: pd.Series) -> np.ndarray:
-        """Cluster position of every sample id; an id unknown to the benchmark is an error."""
-        index = sample_ids.map(self.index_of)
-        if index.isna().any():
-            unknown = sample_ids[index.isna()].iloc[0]
-            raise KeyError(f"sample {unknown!r} is not in the benchmark samples")
-        return index.to_numpy(dtype=np.int64)
+    def indices(self, sample_ids: pa.Array | pa.ChunkedArray | Iterable[str]) -> np.ndarray:
+        """Cluster position of every sample id (an Arrow array, a Series, any iterable); an id
+        unknown to the benchmark is an error."""
+        if isinstance(sample_ids, pa.Array | pa.ChunkedArray):
+            if self.sample_ids is not None and pa.types.is_string(sample_ids.type):
+                found = pc.index_in(sample_ids, value_set=self.sample_ids)
+                if found.null_count == 0:
+                    at = found.to_numpy(zero_copy_only=False)
+                    return self.positions[np.asarray(at, dtype=np.int64)]
+            sample_ids = sample_ids.to_pylist()  # an unknown id: named below
+        ids = list(sample_ids)
+        try:
+            return np.fromiter((self.index_of[s] for s in ids), dtype=np.int64, count=len(ids))
+        except KeyError as unknown:
+            raise KeyError(f"sample {unknown.args[0]!r} is not in the benchmark samples") from None
 
 
-def _key_or_sample(parts: list[pd.Series], sample_ids: pd.Series) -> pd.Series:
-    """Join key fields; a sample missing one becomes a cluster of its own."""
-    complete = pd.concat(parts, axis=1).notna().all(axis=1)
-    joined = parts[0].astype("string")
-    for part in parts[1:]:
-        joined = joined + "|" + part.astype("string")
-    return joined.where(complete, "sample:" + sample_ids.astype("string")).astype(str)
+def _present(value: object) -> bool:
+    return value is not None
 
 
-def sample_clusters(samples: pd.DataFrame) -> pd.Series:
-    """Cluster id of every sample (index: sample_id), prefixed by its modality group."""
-    ids = samples["sample_id"].reset_index(drop=True)
-    image = samples["task"].isin(IMAGE_TASKS).to_numpy()
-    scene_landmark = _key_or_sample(
-        [samples["scene_id"].reset_index(drop=True), samples["landmark_id"].reset_index(drop=True)],
-        ids,
-    )
-    mission = _key_or_sample([samples["mission_id"].reset_index(drop=True)], ids)
-    cluster = np.where(image, "image:" + scene_landmark, "video:" + mission)
-    return pd.Series(cluster, index=ids.to_numpy(), name="cluster")
+def _cluster_name(sample_id: str, task: str, scene: object, landmark: object, mission: object):
+    """Cluster id of one sample, prefixed by its modality group; a sample missing a key field
+    is a cluster of its own."""
+    if task in IMAGE_TASKS:
+        complete = _present(scene) and _present(landmark)
+        return f"image:{scene}|{landmark}" if complete else f"image:sample:{sample_id}"
+    return f"video:{mission}" if _present(mission) else f"video:sample:{sample_id}"
 
 
-def build_clusters(samples: pd.DataFrame) -> Clusters:
-    """Clusters of a benchmark samples table (one row per sample)."""
-    if samples["sample_id"].duplicated().any():
+def build_clusters(samples: pa.Table | pd.DataFrame) -> Clusters:
+    """Clusters of a benchmark samples table (one row per sample): an Arrow table holding
+    CLUSTER_COLUMNS, or a frame."""
+    if not isinstance(samples, pa.Table):  # a frame: its missing values become nulls
+        samples = pa.Table.from_pandas(samples[CLUSTER_COLUMNS], preserve_index=False)
+    columns = [samples[name].to_pylist() for name in CLUSTER_COLUMNS]
+    sample_ids = columns[0]
+    if len(set(sample_ids)) != len(sample_ids):
         raise ValueError("samples hold duplicate sample ids")
-    of_sample = sample_clusters(samples)
+    of_sample = [_cluster_name(*row) for row in zip(*columns, strict=True)]
     ordered: list[str] = []
     sizes = []
+    names = set(of_sample)
     for group in MODALITY_GROUPS:
-        names = sorted({c for c in of_sample.unique() if c.startswith(group + ":")})
-        ordered += names
-        sizes.append(len(names))
+        in_group = sorted(name for name in names if name.startswith(group + ":"))
+        ordered += in_group
+        sizes.append(len(in_group))
     position = {name: i for i, name in enumerate(ordered)}
-    index_of = {sample: position[c] for sample, c in of_sample.items()}
-    return Clusters(tuple(ordered), index_of, tuple(sizes))
+    of_position = [position[c] for c in of_sample]
+    index_of = dict(zip(sample_ids, of_position, strict=True))
+    ids = samples["sample_id"]
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    at = np.fromiter(of_position, dtype=np.int64, count=len(of_position))
+    if not pa.types.is_string(ids.type):
+        ids, at = None, None
+    return Clusters(tuple(ordered), index_of, tuple(sizes), ids, at)
 
 
 def replicate_weights(group_sizes: tuple[int, ...], replicates: int, seed: int) -> np.ndarray:

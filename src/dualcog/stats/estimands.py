@@ -7,20 +7,36 @@ and denominators per cluster gives two (clusters x metrics) matrices; a bootstra
 that draws cluster c w_c times then has the metric value (w @ N) / (w @ D), and all
 replicates are one matrix product. The convenience aggregates are means of headline ratios
 and are evaluated from the replicated ratios.
+
+The sums are built from Arrow tables with numpy (`metric_matrices_table`, the `score` job's
+path, without pandas); `metric_matrices` takes frames.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
 from dualcog.scoring.aggregate import AGGREGATE_PARSE, aggregate_inputs
-from dualcog.scoring.dual import FAMILY_SIDES, dual_pairs, pairs_for_tasks
+from dualcog.scoring.columns import (
+    counts,
+    dense_groups,
+    encoded,
+    first_seen,
+    flags,
+    floats,
+    string_codes,
+)
+from dualcog.scoring.dual import FAMILY_SIDES, _success_by_sample, pair_table_for_tasks
 from dualcog.stats.clusters import Clusters
 from dualcog.tasks import IMAGE_TASKS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KEY = ["task", "parse", "stratum", "metric"]
 
@@ -81,11 +97,14 @@ _NUMERIC = ("responded", "valid", "option_correct", "bbox_hit", "iou", "joint_co
             "interval_fn", "tiou_sum", "n_gold_intervals")  # fmt: skip
 
 
+Key = tuple[str, str, str, str]  # task, parse, stratum, metric
+
+
 @dataclass(frozen=True)
 class MetricMatrices:
     """Per-cluster sums of one model run's metrics.
 
-    `keys` (columns task, parse, stratum, metric, n) lists the ratio metrics, in the column
+    `keys` ((task, parse, stratum, metric, n) tuples) lists the ratio metrics, in the column
     order of `numerator` / `denominator` (clusters x ratios); `empty_value` is each ratio's
     value when its denominator is 0. `present` marks the clusters holding part of a ratio's
     population. `derived` lists the convenience aggregates: key, n, and the ratio columns
@@ -93,19 +112,22 @@ class MetricMatrices:
     so an aggregate may average earlier aggregates).
     """
 
-    keys: pd.DataFrame
+    keys: tuple[tuple[str, str, str, str, int], ...]
     numerator: np.ndarray
     denominator: np.ndarray
     present: np.ndarray
     empty_value: np.ndarray
-    derived: tuple[tuple[tuple[str, str, str, str], tuple[int, ...]], ...]
+    derived: tuple[tuple[Key, tuple[int, ...]], ...]
+
+    def key_rows(self) -> list[tuple[str, str, str, str, int]]:
+        """Every metric: the ratios, then the aggregates (n = number of values averaged)."""
+        return [*self.keys, *((*key, len(columns)) for key, columns in self.derived)]
 
     def all_keys(self) -> pd.DataFrame:
-        """Every metric: the ratios, then the aggregates (n = number of values averaged)."""
-        derived = pd.DataFrame(
-            [(*key, len(columns)) for key, columns in self.derived], columns=[*KEY, "n"]
-        )
-        return pd.concat([self.keys, derived], ignore_index=True).astype({"n": "int64"})
+        """`key_rows` as a frame (columns task, parse, stratum, metric, n)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.key_rows(), columns=[*KEY, "n"]).astype({"n": "int64"})
 
     def _with_derived(self, columns: np.ndarray, combine) -> np.ndarray:
         """Append each aggregate, combining the columns it refers to (earlier ones included)."""
@@ -131,120 +153,124 @@ class MetricMatrices:
         return self.evaluate(np.ones((1, self.numerator.shape[0])))[0]
 
 
-def _columns(rows: pd.DataFrame) -> Columns:
-    columns = {
-        name: pd.to_numeric(rows[name], errors="coerce").astype("Float64").fillna(0).to_numpy(float)
-        for name in _NUMERIC
-    }
-    composite = rows["composite_set_correct"]
-    columns["composite_scored"] = composite.notna().to_numpy(float)
-    columns["composite_set_correct"] = (
-        pd.to_numeric(composite, errors="coerce").astype("Float64").fillna(0).to_numpy(float)
-    )
-    columns["one"] = np.ones(len(rows))
+def _columns(scores: pa.Table) -> Columns:
+    """The score columns the ratios read, as floats: null (and NaN) is 0."""
+    columns = {}
+    for name in _NUMERIC:
+        values = floats(scores[name])
+        columns[name] = np.where(np.isnan(values), 0.0, values)
+    composite, known = counts(scores["composite_set_correct"].cast(pa.int64()))
+    columns["composite_scored"] = known.astype(float)
+    columns["composite_set_correct"] = composite.astype(float)
+    columns["one"] = np.ones(scores.num_rows)
     return columns
 
 
-def _stratified(frame: pd.DataFrame, difficulty: str) -> pd.DataFrame:
-    """Every row under stratum `all`, and again under its difficulty when it has one."""
-    graded = frame[frame[difficulty].notna()]
-    return pd.concat(
-        [frame.assign(stratum="all"), graded.assign(stratum=graded[difficulty])],
-        ignore_index=True,
+class _Units:
+    """Population units of every metric, part by part: key parts (names), cluster, num, den,
+    n. A (metric key, cluster) cell's units come from one part, in row order, so its sums
+    add in the order the units were added."""
+
+    def __init__(self) -> None:
+        self.names: list[dict[str, int]] = [{}, {}, {}, {}]
+        self.parts: list[tuple] = []
+
+    def codes(self, part: int, names: list) -> np.ndarray:
+        table = self.names[part]
+        return np.array([table.setdefault(name, len(table)) for name in names], dtype=np.int64)
+
+    def add(self, key_codes, cluster, num, den, n) -> None:
+        self.parts.append((key_codes, cluster, num, den, n))
+
+
+def _stratified(n: int, stratum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows under stratum `all` (code -1 here), and again under their own when they have one
+    (`stratum` >= 0): (rows, their stratum code)."""
+    graded = np.flatnonzero(stratum >= 0)
+    return np.concatenate([np.arange(n), graded]), np.concatenate(
+        [np.full(n, -1, np.int64), stratum[graded]]
     )
 
 
-def _task_units(scores: pd.DataFrame, cluster: np.ndarray) -> list[pd.DataFrame]:
-    rows = _stratified(scores.assign(cluster=cluster), "difficulty")
-    # Numeric columns converted once for all rows, then taken per task (same values).
-    every = _columns(rows)
-    parse, stratum = rows["parse"].to_numpy(), rows["stratum"].to_numpy()
-    of_cluster = rows["cluster"].to_numpy()
-    parts = []
-    for task, at in rows.groupby("task", sort=False).indices.items():
-        columns = {name: values[at] for name, values in every.items()}
-        for metric in TASK_METRICS.get(task, ()):
-            numerator, denominator, size, _ = RATIOS[metric]
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "task": task,
-                        "parse": parse[at],
-                        "stratum": stratum[at],
-                        "metric": metric,
-                        "cluster": of_cluster[at],
-                        "num": numerator(columns),
-                        "den": denominator(columns),
-                        "n": size(columns),
-                    }
-                )
-            )
-    return parts
-
-
-def _side_outcomes(scores: pd.DataFrame) -> pd.DataFrame:
-    """Semantic / evidence success of each (sample, parse) side; behavior needs both levels."""
-    flags = scores[["sample_id", "parse"]].assign(
-        semantic_ok=scores["semantic_ok"].astype("boolean").fillna(False).astype(bool),
-        evidence_ok=scores["evidence_ok"].astype("boolean").fillna(False).astype(bool),
-    )
-    return flags.groupby(["sample_id", "parse"], as_index=False)[
-        ["semantic_ok", "evidence_ok"]
-    ].all()
-
-
-def _dual_units(scores: pd.DataFrame, pairs: pd.DataFrame, clusters: Clusters) -> list:
-    """One unit per pair: both sides' outcomes; a side without an outcome failed."""
-    outcomes = _side_outcomes(scores)
-    parts = []
-    for family, (agent_task, _) in FAMILY_SIDES.items():
-        family_pairs = pairs[pairs["family"] == family]
-        if family_pairs.empty:
+def _task_units(units: _Units, scores: pa.Table, cluster: np.ndarray) -> None:
+    task, tasks = encoded(scores["task"])
+    parse, parses = encoded(scores["parse"])
+    difficulty, difficulties = encoded(scores["difficulty"])
+    rows, stratum = _stratified(scores.num_rows, difficulty)
+    every = _columns(scores)
+    parse_code = units.codes(1, parses)
+    stratum_code = units.codes(2, ["all", *difficulties])  # -1 + 1 = "all"
+    for t in first_seen(task[rows]):
+        if t < 0:
             continue
-        # Strata and clusters depend on the pairs only: once per family, not per parse mode.
-        units = _stratified(family_pairs.reset_index(drop=True), "stratum_of_pair")
-        cluster = clusters.indices(units["agent_sample_id"])
-        stratum = units["stratum"].to_numpy()
-        for parse in pd.unique(scores.loc[scores["request_task"] == agent_task, "parse"]):
-            mode = outcomes[outcomes["parse"] == parse]
-            position = pd.Index(mode["sample_id"])
-            agent_at = position.get_indexer(units["agent_sample_id"])
-            world_at = position.get_indexer(units["world_sample_id"])
-            for metric, flag in zip(DUAL_METRICS, ("semantic_ok", "evidence_ok"), strict=True):
-                ok = mode[flag].to_numpy(bool)
-                both = _outcome_at(ok, agent_at) & _outcome_at(ok, world_at)
-                parts.append(
-                    pd.DataFrame(
-                        {
-                            "task": family,
-                            "parse": parse,
-                            "stratum": stratum,
-                            "metric": metric,
-                            "cluster": cluster,
-                            "num": both.astype(float),
-                            "den": 1.0,
-                            "n": 1.0,
-                        }
-                    )
-                )
-    return parts
+        at = task[rows] == t
+        rows_at = rows[at]
+        columns = {name: values[rows_at] for name, values in every.items()}
+        keep = parse[rows_at] >= 0
+        for metric in TASK_METRICS.get(tasks[t], ()):
+            numerator, denominator, size, _ = RATIOS[metric]
+            codes = (
+                units.codes(0, [tasks[t]])[0],
+                parse_code[parse[rows_at][keep]],
+                stratum_code[stratum[at][keep] + 1],
+                units.codes(3, [metric])[0],
+            )
+            units.add(codes, cluster[rows_at][keep], numerator(columns)[keep],
+                      denominator(columns)[keep], size(columns)[keep])  # fmt: skip
 
 
-def _outcome_at(ok: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """`ok` at positions `at`; -1 (a side without an outcome) counts as a failure."""
-    return np.where(at >= 0, ok[np.maximum(at, 0)] if len(ok) else False, False)
-
-
-def _aggregates(keys: pd.DataFrame) -> tuple:
-    """Convenience aggregates over the headline ratios present (compatible, stratum all)."""
-    base = keys[(keys["parse"] == AGGREGATE_PARSE) & (keys["stratum"] == "all")]
-    column_of = {
-        (t, m): int(i) for i, t, m in zip(base.index, base["task"], base["metric"], strict=True)
+def _dual_units(units: _Units, scores: pa.Table, pairs: pa.Table, clusters: Clusters) -> None:
+    """One unit per pair: both sides' outcomes; a side without an outcome failed."""
+    score_code, agent_code, world_code = string_codes(
+        scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]
+    )
+    n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
+                      default=-1)  # fmt: skip
+    parse, parses = encoded(scores["parse"])
+    request, requests = encoded(scores["request_task"])
+    outcome = {
+        "semantic_ok": flags(scores["semantic_ok"]),
+        "evidence_ok": flags(scores["evidence_ok"]),
     }
+    family_of, families = encoded(pairs["family"])
+    stratum_of, strata = encoded(pairs["stratum"])
+    stratum_code = units.codes(2, ["all", *strata])
+    agent_cluster = clusters.indices(pairs["agent_sample_id"])
+    for family, (agent_task, _) in FAMILY_SIDES.items():
+        if family not in families:
+            continue
+        in_family = np.flatnonzero(family_of == families.index(family))
+        # Strata and clusters depend on the pairs only: once per family, not per parse mode.
+        at, stratum = _stratified(len(in_family), stratum_of[in_family])
+        pair_at = in_family[at]
+        cluster = agent_cluster[pair_at]
+        agent, world = agent_code[pair_at], world_code[pair_at]
+        ones = np.ones(len(pair_at))
+        agent_request = requests.index(agent_task) if agent_task in requests else -2
+        for mode in first_seen(parse[request == agent_request]):
+            if mode < 0:
+                continue
+            in_mode = (parse == mode) & (score_code >= 0)
+            for metric, flag in zip(DUAL_METRICS, ("semantic_ok", "evidence_ok"), strict=True):
+                ok = _success_by_sample(score_code[in_mode], outcome[flag][in_mode], n_codes)
+                both = ok[agent] & ok[world]
+                codes = (
+                    units.codes(0, [family])[0],
+                    units.codes(1, [parses[mode]])[0],
+                    stratum_code[stratum + 1],
+                    units.codes(3, [metric])[0],
+                )
+                units.add(codes, cluster, both.astype(float), ones, ones)
 
+
+def _aggregates(keys: list[Key]) -> tuple:
+    """Convenience aggregates over the headline ratios present (compatible, stratum all)."""
+    column_of = {
+        (t, m): i for i, (t, p, s, m) in enumerate(keys) if p == AGGREGATE_PARSE and s == "all"
+    }
     groups = {
-        name: tuple(column_of[key] for key in keys)
-        for name, keys in aggregate_inputs(column_of).items()
+        name: tuple(column_of[key] for key in inputs)
+        for name, inputs in aggregate_inputs(column_of).items()
     }
     derived = [
         (("overall", AGGREGATE_PARSE, "all", metric), columns)
@@ -259,55 +285,85 @@ def _aggregates(keys: pd.DataFrame) -> tuple:
     return tuple(derived)
 
 
-def metric_matrices(
-    scores: pd.DataFrame,
-    samples: pd.DataFrame,
-    clusters: Clusters,
-    pairs: pd.DataFrame | None = None,
-) -> MetricMatrices:
-    """Per-cluster numerator and denominator sums of every metric of one model's scores.
+def metric_matrices_table(scores: pa.Table, clusters: Clusters, pairs: pa.Table) -> MetricMatrices:
+    """Per-cluster numerator and denominator sums of every metric of one model's scores
+    (a SCORES table).
 
-    `pairs` (default: every matched-context pair of `samples`) may be narrowed, e.g. to the
-    pairs whose two samples two models have in common. Only families whose two tasks were
-    both scored count, as in the metrics table (`pairs_for_tasks`): a run of a task subset
-    has no dual rows for a family it ran one side of.
+    `pairs` (PAIRS) may be narrowed, e.g. to the pairs whose two samples two models have in
+    common. Only families whose two tasks were both scored count, as in the metrics table
+    (`pair_table_for_tasks`): a run of a task subset has no dual rows for a family it ran
+    one side of.
     """
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
-    pairs = pairs_for_tasks(pairs, scores["request_task"].unique())
-    pairs = pairs.rename(columns={"stratum": "stratum_of_pair"})
-    cluster = clusters.indices(scores["sample_id"])
-    parts = _task_units(scores, cluster) + _dual_units(scores, pairs, clusters)
-    units = pd.concat(parts, ignore_index=True) if parts else None
-    if units is None or units.empty:
+    requested = [t for t in encoded(scores["request_task"])[1] if t is not None]
+    pairs = pair_table_for_tasks(pairs, requested)
+    units = _Units()
+    _task_units(units, scores, clusters.indices(scores["sample_id"]))
+    _dual_units(units, scores, pairs, clusters)
+    sizes = [sum(len(part[1]) for part in units.parts)]
+    if not units.parts or sizes[0] == 0:
         empty = np.zeros((len(clusters), 0))
-        keys = pd.DataFrame(columns=[*KEY, "n"]).astype({"n": "int64"})
-        return MetricMatrices(keys, empty, empty, empty.astype(bool), np.zeros(0), ())
-    grouped = units.groupby(KEY, sort=True)
-    code = grouped.ngroup().to_numpy()
-    sizes = np.bincount(code, weights=units["n"].to_numpy())
-    keys = grouped.size().reset_index()[KEY]
-    keys["n"] = np.rint(sizes).astype(np.int64)
-    kept = np.flatnonzero(keys["n"].to_numpy() > 0)  # a metric with an empty population has no row
+        return MetricMatrices((), empty, empty, empty.astype(bool), np.zeros(0), ())
+    length = [len(part[1]) for part in units.parts]
+    parts = [np.concatenate([np.broadcast_to(part[0][i], n) for part, n in
+                             zip(units.parts, length, strict=True)]) for i in range(4)]  # fmt: skip
+    cluster, num, den, n_unit = (np.concatenate([part[i] for part in units.parts]) for i in
+                                 range(1, 5))  # fmt: skip
+    names = [list(table) for table in units.names]
+    widths = [max(len(table), 1) for table in names]
+    combined = ((parts[0] * widths[1] + parts[1]) * widths[2] + parts[2]) * widths[3] + parts[3]
+    found, code = dense_groups(combined, widths[0] * widths[1] * widths[2] * widths[3])
+    decoded = []
+    for value in found.tolist():
+        rest, m = divmod(value, widths[3])
+        rest, s = divmod(rest, widths[2])
+        t, p = divmod(rest, widths[1])
+        decoded.append((names[0][t], names[1][p], names[2][s], names[3][m]))
+    order = sorted(range(len(decoded)), key=decoded.__getitem__)  # keys sorted, as a group-by
+    rank = np.empty(len(decoded), np.int64)
+    rank[order] = np.arange(len(decoded))
+    code = rank[code]
+    keys = [decoded[i] for i in order]
+    sizes = np.rint(np.bincount(code, weights=n_unit, minlength=len(keys))).astype(np.int64)
+    kept = np.flatnonzero(sizes > 0)  # a metric with an empty population has no row
     remap = np.full(len(keys), -1)
     remap[kept] = np.arange(len(kept))
-    keys = keys.iloc[kept].reset_index(drop=True)
+    keys = [keys[i] for i in kept]
     column = remap[code]
     use = column >= 0
     shape = (len(clusters), len(keys))
-    flat = units["cluster"].to_numpy()[use] * len(keys) + column[use]
+    flat = cluster[use] * len(keys) + column[use]
 
     def summed(values: np.ndarray) -> np.ndarray:
         return np.bincount(flat, weights=values[use], minlength=shape[0] * shape[1]).reshape(shape)
 
     empty_value = np.array(
-        [np.nan if m in DUAL_METRICS else RATIOS[m][3] for m in keys["metric"]], dtype=float
+        [np.nan if key[3] in DUAL_METRICS else RATIOS[key[3]][3] for key in keys], dtype=float
     )
     return MetricMatrices(
-        keys=keys,
-        numerator=summed(units["num"].to_numpy(float)),
-        denominator=summed(units["den"].to_numpy(float)),
-        present=summed(units["n"].to_numpy(float)) > 0,
+        keys=tuple((*key, int(sizes[i])) for key, i in zip(keys, kept, strict=True)),
+        numerator=summed(num),
+        denominator=summed(den),
+        present=summed(n_unit) > 0,
         empty_value=empty_value,
         derived=_aggregates(keys),
     )
+
+
+def metric_matrices(
+    scores: pd.DataFrame | pa.Table,
+    samples: pd.DataFrame | None,
+    clusters: Clusters,
+    pairs: pd.DataFrame | pa.Table | None = None,
+) -> MetricMatrices:
+    """`metric_matrices_table` of frames (or tables); `pairs` default to every
+    matched-context pair of `samples`."""
+    from dualcog.schemas import to_table
+    from dualcog.scoring.dual import dual_pairs
+    from dualcog.scoring.schema import PAIRS, SCORES
+    from dualcog.scoring.score import as_table
+
+    if pairs is None:
+        pairs, _ = dual_pairs(samples)
+    if not isinstance(pairs, pa.Table):
+        pairs = to_table(pairs, PAIRS)
+    return metric_matrices_table(as_table(scores, SCORES), clusters, pairs)
