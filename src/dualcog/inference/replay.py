@@ -51,18 +51,21 @@ def _jsonl_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     records = []
     # A UTF-8 sequence never holds the byte of "\n": the lines are those of the bytes.
     for line_number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(
-                f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
-            ) from None
-        if not isinstance(record, dict):
-            raise DataError(f"line {line_number}: expected a JSON object per line", file=str(path))
-        records.append((line_number, record))
+        if line.strip():
+            records.append((line_number, _json_object(line, line_number, path)))
     return records
+
+
+def _json_object(line: str, line_number: int, path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError(
+            f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
+        ) from None
+    if not isinstance(record, dict):
+        raise DataError(f"line {line_number}: expected a JSON object per line", file=str(path))
+    return record
 
 
 def _jsonl_records_by_line(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -78,19 +81,8 @@ def _jsonl_records_by_line(path: Path) -> list[tuple[int, dict[str, Any]]]:
                     f"column {error.start + 1}); is this a binary file?",
                     file=str(path),
                 ) from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(
-                    f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
-                ) from None
-            if not isinstance(record, dict):
-                raise DataError(
-                    f"line {line_number}: expected a JSON object per line", file=str(path)
-                )
-            records.append((line_number, record))
+            if line.strip():
+                records.append((line_number, _json_object(line, line_number, path)))
     return records
 
 

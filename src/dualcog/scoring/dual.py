@@ -28,6 +28,17 @@ IMAGE_PAIR_KEY = ["scene_id", "landmark_id", "difficulty", "context_slot"]
 PAIR_COLUMNS = ["family", "agent_sample_id", "world_sample_id", "stratum"]
 
 
+def pair_codes(scores: pa.Table, pairs: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One integer code per sample id, shared by the score rows and both sides of every pair:
+    (score codes, agent-side codes, world-side codes, number of codes)."""
+    score_code, agent_code, world_code = string_codes(
+        scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]
+    )
+    n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
+                      default=-1)  # fmt: skip
+    return score_code, agent_code, world_code, n_codes
+
+
 def _image_pairs(samples: pd.DataFrame, family: str, sides: tuple[str, str]) -> pd.DataFrame:
     """Pairs of one image family: same key; several per side in a slot pair k-th with k-th."""
     import pandas as pd
@@ -131,12 +142,7 @@ def dual_metric_rows(scores: pa.Table, pairs: pa.Table) -> list[tuple]:
     Parse modes are those in which the family's agent-state task was scored, in order of
     appearance. A side without a score row in that mode (not scored, or no response) fails.
     """
-    # One integer code per sample id, shared by the score rows and both sides of every pair.
-    score_code, agent_code, world_code = string_codes(
-        scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]
-    )
-    n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
-                      default=-1)  # fmt: skip
+    score_code, agent_code, world_code, n_codes = pair_codes(scores, pairs)
     parse, parse_names = encoded(scores["parse"])
     request, request_names = encoded(scores["request_task"])
     semantic, evidence = flags(scores["semantic_ok"]), flags(scores["evidence_ok"])

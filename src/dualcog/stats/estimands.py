@@ -29,9 +29,13 @@ from dualcog.scoring.columns import (
     first_seen,
     flags,
     floats,
-    string_codes,
 )
-from dualcog.scoring.dual import FAMILY_SIDES, _success_by_sample, pair_table_for_tasks
+from dualcog.scoring.dual import (
+    FAMILY_SIDES,
+    _success_by_sample,
+    pair_codes,
+    pair_table_for_tasks,
+)
 from dualcog.stats.clusters import Clusters
 from dualcog.tasks import IMAGE_TASKS
 
@@ -221,11 +225,7 @@ def _task_units(units: _Units, scores: pa.Table, cluster: np.ndarray) -> None:
 
 def _dual_units(units: _Units, scores: pa.Table, pairs: pa.Table, clusters: Clusters) -> None:
     """One unit per pair: both sides' outcomes; a side without an outcome failed."""
-    score_code, agent_code, world_code = string_codes(
-        scores["sample_id"], pairs["agent_sample_id"], pairs["world_sample_id"]
-    )
-    n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
-                      default=-1)  # fmt: skip
+    score_code, agent_code, world_code, n_codes = pair_codes(scores, pairs)
     parse, parses = encoded(scores["parse"])
     request, requests = encoded(scores["request_task"])
     outcome = {
