@@ -5,10 +5,13 @@
    contributions in Python lists and sums numerators and denominators; asserts identical
    replicate values and prints both times.
 2. Paper scale: `model_intervals` (scores -> per-cluster sums -> all replicates -> interval
-   rows, checked against the metrics table) for every model of a synthetic run of the
-   benchmark's size (4,096 image and 2,048 video samples per model).
+   rows, checked against the metrics table) for every model of a paper-scale run (the
+   benchmark's size: 4,096 image and 2,048 video samples per model).
 
-Usage: python benchmarks/bootstrap_intervals.py [--models 45] [--replicates 1000]
+Both read a finished paper-scale run (scripts/make_paper_scale.py, then the workflow up to
+the parses): its samples and its models' parsed answers.
+
+Usage: python benchmarks/bootstrap_intervals.py RUN_DIR [--models 45] [--replicates 1000]
        [--naive-replicates 100]
 """
 
@@ -20,16 +23,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).parent))
-# The synthetic benchmark of the scoring benchmark: same samples, same parsed answers.
-from score_throughput import synthetic_parsed, synthetic_samples  # noqa: E402
-
-from dualcog.schemas import to_table  # noqa: E402
-from dualcog.scoring import PAIRS, SCORES, model_metrics, score_samples  # noqa: E402
-from dualcog.scoring.dual import dual_pairs  # noqa: E402
-from dualcog.stats import BootstrapSettings, build_clusters, model_intervals  # noqa: E402
-from dualcog.stats.estimands import _dual_units, _task_units, _Units, metric_matrices  # noqa: E402
+from dualcog.schemas import to_table
+from dualcog.scoring import PAIRS, SCORES, model_metrics, score_samples
+from dualcog.scoring.dual import dual_pairs
+from dualcog.stats import BootstrapSettings, build_clusters, model_intervals
+from dualcog.stats.estimands import _dual_units, _task_units, _Units, metric_matrices
 
 
 def naive_replicates(scores, samples, clusters, weights) -> np.ndarray:
@@ -73,17 +73,25 @@ def naive_replicates(scores, samples, clusters, weights) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="a finished paper-scale run's folder")
     parser.add_argument("--models", type=int, default=45)
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--naive-replicates", type=int, default=100)
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    samples = synthetic_samples(rng)
+    results = args.run / "results"
+    samples = pd.read_parquet(results / "benchmark" / "samples.parquet")
+    parsed_files = sorted(
+        p
+        for p in (results / "parsed").glob("*.parquet")
+        if not p.name.endswith(".outcomes.parquet")
+    )[: args.models]
+    if not parsed_files:
+        sys.exit(f"{results / 'parsed'}: no parsed answers (run the workflow first)")
     clusters = build_clusters(samples)
     print(f"{len(samples)} samples, {clusters.group_sizes[0]} image and "
           f"{clusters.group_sizes[1]} video clusters")  # fmt: skip
 
-    scores = score_samples(samples, synthetic_parsed(samples, rng))
+    scores = score_samples(samples, pd.read_parquet(parsed_files[0]))
     weights = BootstrapSettings(args.naive_replicates, seed=1).weights(clusters)
     wall, cpu = time.perf_counter(), time.process_time()
     matrices = metric_matrices(scores, samples, clusters)
@@ -102,18 +110,19 @@ def main() -> None:
     settings = BootstrapSettings(args.replicates, seed=0)
     full_weights = settings.weights(clusters)
     runs = []
-    for m in range(args.models):
-        model_scores = score_samples(samples, synthetic_parsed(samples, np.random.default_rng(m)))
-        runs.append((f"model{m}", model_scores, model_metrics(f"model{m}", samples, model_scores)))
+    for path in parsed_files:
+        name = path.stem
+        model_scores = score_samples(samples, pd.read_parquet(path))
+        runs.append((name, model_scores, model_metrics(name, samples, model_scores)))
     wall, cpu = time.perf_counter(), time.process_time()
     rows = 0
     for name, model_scores, metrics in runs:
         rows += len(model_intervals(name, samples, model_scores, metrics, clusters, settings,
                                     full_weights))  # fmt: skip
     full_wall, full_cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"{args.models} models x {args.replicates} replicates: {rows} interval rows in "
+    print(f"{len(runs)} models x {args.replicates} replicates: {rows} interval rows in "
           f"{full_wall:.1f} s wall, {full_cpu:.1f} s CPU "
-          f"({full_wall / args.models:.2f} s per model)")  # fmt: skip
+          f"({full_wall / len(runs):.2f} s per model)")  # fmt: skip
 
 
 if __name__ == "__main__":
