@@ -60,6 +60,19 @@ HEAVY = ("pandas", "pyarrow.compute", "yaml")
 RUN_JOBS = RUN_JOBS.replace("loaded = {}", f"HEAVY = {HEAVY!r}\nloaded = {{}}")
 
 
+def run_jobs(tmp_path: Path, jobs: list[dict]) -> dict[str, list[str]]:
+    """Run `jobs` (scripts with their Snakemake-like inputs) in one fresh interpreter; the
+    heavy modules loaded after each job, by its log path."""
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
 def _model_responses(
     model: dict, prompts: pd.DataFrame, samples: pd.DataFrame, tmp: Path
 ) -> tuple[bytes, bytes]:
@@ -185,14 +198,7 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
             "log": str(out / "parse.log"),
         }
     )
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run(
-        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(result.stdout.splitlines()[-1])
+    loaded = run_jobs(tmp_path, jobs)
     assert loaded == {job["log"]: [] for job in jobs}
 
     # The jobs did their work: every prompt answered, the replayed one found, all parsed.
@@ -258,14 +264,8 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
         }
         for task, vmode in tasks.items()
     ]
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run(
-        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.splitlines()[-1]) == {job["log"]: [] for job in jobs}
+    loaded = run_jobs(tmp_path, jobs)
+    assert loaded == {job["log"]: [] for job in jobs}
     frames = {
         row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
         for row in sampled
@@ -376,14 +376,8 @@ def test_score_job_never_imports_pandas_and_writes_the_library_results(tmp_path:
         "params": {"version": "v", "stats_version": "s", "bootstrap": bootstrap},
         "log": str(tmp_path / "score.log"),
     }
-    (tmp_path / "jobs.json").write_text(json.dumps([job]))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run(
-        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "pandas" not in json.loads(result.stdout.splitlines()[-1])[job["log"]]
+    loaded = run_jobs(tmp_path, [job])
+    assert "pandas" not in loaded[job["log"]]
 
     scores = score_samples(samples, parsed)
     metrics = model_metrics("m1", samples, scores, pairs)
