@@ -1,5 +1,5 @@
 """Explorer internals: matches against hand-computed cases, box placement, page and chunks;
-cards as headless Chromium draws them from the chunks' records."""
+cards as headless Chromium draws them from the chunks' sample cards and records."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ from dualcog.explorer.page import (
     UNSHOWN_KEYS,
     task_filters,
     write_explorer,
+    write_sample_cards,
 )
-from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.explorer.records import MediaIndex, sample_cards, sample_records
 from dualcog.media.store import UnreadableMedia
 from dualcog.outcomes import request_outcomes
 from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
@@ -58,9 +59,13 @@ def browser():
         yield opened
 
 
-def _drawn(browser: Browser, folder: Path, records, model: str = "m", others=()) -> list[str]:
-    """The cards of `records` as the page draws them in Chromium (one page of them, the
-    browser's serialization of each drawn card), with no script errors."""
+def _drawn(
+    browser: Browser, folder: Path, cards, records, model: str = "m", others=()
+) -> list[str]:
+    """The cards of `records` on their samples' `cards` as the page draws them in Chromium
+    (one page of them, the browser's serialization of each drawn card), with no script
+    errors."""
+    write_sample_cards(cards, folder / "samples")
     files = write_explorer(model, records, folder / "page.html", folder / "data" / model,
                            all_models=[model, *others], stamp=None)  # fmt: skip
     browser.open("about:blank")
@@ -82,6 +87,11 @@ def _records(samples, parsed, scores, responses, media):
     outcomes = request_outcomes(responses, parsed)
     return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
                           to_table(scores, SCORES), responses, media, outcomes)  # fmt: skip
+
+
+def _cards(samples, media):
+    """`sample_cards` on the samples as the `explorer_samples` job reads them."""
+    return sample_cards(to_table(samples, SAMPLES), media)
 
 
 def test_visibility_matches_hand_computed() -> None:
@@ -173,7 +183,10 @@ def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     fo, lp = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
-    boxes = {im["role"]: im["boxes"] for im in fo["images"]}
+    fo_card, lp_card = _cards(samples, media)
+    # The model's boxes go on its sample card's images, by position.
+    assert len(fo["boxes"]) == len(fo_card["images"]) and len(lp["boxes"]) == len(lp_card["images"])
+    boxes = {im["role"]: b for im, b in zip(fo_card["images"], fo["boxes"], strict=True)}
     assert boxes["reference"] == [] and boxes["candidate_C"] == []
     assert boxes["candidate_B"] == [{"kind": "gold", "xyxy": [0.1, 0.1, 0.3, 0.3]}]
     assert boxes["candidate_A"] == [
@@ -182,11 +195,12 @@ def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     ]
     # IoU is the scorer's: against the chosen candidate A, 0.3*0.4 / (0.4*0.4) = 0.75.
     assert fo["iou"] == pytest.approx(0.75) and fo["bbox_hit"] and not fo["option_correct"]
-    assert [o["id"] for o in fo["options"] if o["gold"]] == ["B"]
-    assert [o["id"] for o in fo["options"] if o["chosen"]] == ["A"]
+    assert [o["id"] for o in fo_card["options"] if o["gold"]] == ["B"]
+    assert fo["chosen"] == ["A"]
     assert fo["outcomes"] == {"future_observation": 2}  # right box only
-    target = next(im for im in lp["images"] if im["role"] == "target")
-    assert [b["kind"] for b in target["boxes"]] == ["gold", "pred"]
+    target = next(b for im, b in zip(lp_card["images"], lp["boxes"], strict=True)
+                  if im["role"] == "target")  # fmt: skip
+    assert [b["kind"] for b in target] == ["gold", "pred"]
     assert lp["iou"] == pytest.approx(0.75) and lp["outcomes"] == {"landmark_position": 3}
 
 
@@ -225,7 +239,7 @@ def test_video_records_carry_the_scorers_matches_and_frames() -> None:
     assert [f["file"] for f in behavior["strip"]] == ["f0.jpg", "f6.jpg"]
     vis = visibility["levels"]["visibility"]
     assert vis["classes"][0]["false_positive"] == [1] and vis["tp"] == 1 and vis["fp"] == 1
-    assert visibility["count"] == 2 and visibility["gold_count"] == 1
+    assert visibility["count"] == 2 and _cards(samples, media)[1]["gold_count"] == 1
     assert not visibility["count_correct"]
     assert visibility["outcomes"] == {"landmark_visibility": 2}
 
@@ -284,10 +298,9 @@ def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _image_case()
     scores = score_samples(samples, parsed, ("compatible",))
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    records = _records(
-        samples, parsed, scores, _responses(["fo1", "lp1"], tasks),
-        _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"]),
-    )  # fmt: skip
+    media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
+    records = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
+    cards = _cards(samples, media)
     records = records + [None] * CHUNK_SIZE  # a chunk with no sample of this run
     (tmp_path / "data" / "m").mkdir(parents=True)
     (tmp_path / "data" / "m" / "c00009.js").write_text("stale")
@@ -313,10 +326,15 @@ def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     # The records as built, less what no card shows; tuples become JSON arrays.
     assert shown[0] == json.loads(json.dumps({k: v for k, v in records[0].items()
                                               if k not in UNSHOWN_KEYS}))  # fmt: skip
-    assert "scene" not in shown[0] and shown[0]["images"][1]["file"] == "media/A.jpg"
-    cards = _drawn(browser, tmp_path / "drawn", records)
-    assert len(cards) == 2  # the page's cards: the two samples of this run
-    elements = _elements(cards[0])
+    assert "question" not in shown[0] and "images" not in shown[0]  # the sample card's
+    (card_chunk,) = write_sample_cards(cards, tmp_path / "samples")
+    assert card_chunk.read_text().startswith("dualcogSamples(0,[")
+    shown_cards = json.loads(card_chunk.read_text()[len("dualcogSamples(0,") : -len(");\n")])
+    assert shown_cards == json.loads(json.dumps(cards))
+    assert shown_cards[0]["images"][1]["file"] == "media/A.jpg"
+    drawn = _drawn(browser, tmp_path / "drawn", cards, records)
+    assert len(drawn) == 2  # the page's cards: the two samples of this run
+    elements = _elements(drawn[0])
     boxes = [a["class"] for tag, a in elements if tag == "rect"]
     assert boxes == ["box scored-against", "box pred", "box gold"]
     rects = {a["class"]: a for tag, a in elements if tag == "rect"}
@@ -363,10 +381,11 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     hostile = ("</pre><script>window.ran = 1</script><img src=x onerror='window.ran = 2'>"
                "</script><!--")  # fmt: skip
     responses["raw_text"] = [hostile, 'say "hi" & <bye>']
-    records = _records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
+    media = _media(["/r.jpg", "/t.jpg"])
+    records = _records(samples, parsed, scores, responses, media)
     model = "m'o\"d<img src=x onerror='window.ran = 3'>"
     other = "<script>window.ran = 4</script>"
-    cards = _drawn(browser, tmp_path, records, model, [other])
+    cards = _drawn(browser, tmp_path, _cards(samples, media), records, model, [other])
     assert browser.evaluate("window.ran === undefined")  # nothing ran
     assert browser.evaluate("document.querySelectorAll('[onerror]').length") == 0
     scripts = browser.evaluate(
@@ -374,7 +393,8 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
         " || 'inline')"
     )
     chunk = next(s for s in scripts if s.startswith("data/"))  # the one chunk it loaded
-    assert sorted(scripts) == [chunk, "explorer-index", "inline"]
+    cards_chunk = next(s for s in scripts if s.endswith("/samples/c00000.js"))  # and its cards
+    assert sorted(scripts) == sorted([chunk, cards_chunk, "explorer-index", "inline"])
     assert unquote(chunk) == f"data/{model}/c00000.js"
     assert browser.evaluate("document.querySelector('nav.models').textContent").count(model) == 1
     assert browser.evaluate("document.querySelector('nav.models a').textContent") == other
@@ -457,7 +477,8 @@ def test_timeline_labels_are_escaped(tmp_path: Path, browser: Browser) -> None:
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                              MediaIndex({}, {}))  # fmt: skip
-    elements = _elements(_drawn(browser, tmp_path, records)[0])
+    cards = _cards(samples, MediaIndex({}, {}))
+    elements = _elements(_drawn(browser, tmp_path, cards, records)[0])
     assert [tag for tag, _ in elements].count("b") == 2  # the option ids; labels are text
     assert "A. <b>it's</b>" in elements[-1][1]["text"] and 'B. a "B"' in elements[-1][1]["text"]
 
@@ -471,7 +492,8 @@ def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -
                                        [i * 0.5 for i in range(13)])})  # fmt: skip
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
-    behavior, visibility = (_elements(card) for card in _drawn(browser, tmp_path, records))
+    drawn = _drawn(browser, tmp_path, _cards(samples, media), records)
+    behavior, visibility = (_elements(card) for card in drawn)
     svgs = [a for tag, a in visibility if tag == "svg"]
     assert [a["data-duration"] for a in svgs] == ["6"]
     rects = [(a["class"].split(), a["data-interval"], a["x"], a["width"])
@@ -491,3 +513,37 @@ def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -
     assert "Composite level: 1 matched" in headings and "option set exact" in headings
     frames = [a["src"] for tag, a in behavior if tag == "img"]
     assert frames == ["f0.jpg", "f6.jpg"]
+
+
+def test_nearest_frame_is_numpys_first_nearest() -> None:
+    """The strip's frame: the grid frame nearest a start, the first of equals as numpy's argmin
+    picks it (grid times rise; past the video's end the last frame repeats)."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        times = sorted(float(t) for t in np.round(rng.uniform(0, 10, rng.integers(1, 12)), 1))
+        times += [times[-1]] * int(rng.integers(0, 3))
+        media = MediaIndex({}, {"v": ([f"f{i}" for i in range(len(times))], times)})
+        for start in [*np.round(rng.uniform(-1, 11, 20), 2), *times]:
+            first = int(np.argmin(np.abs(np.asarray(times) - start)))
+            assert media.nearest_frame("v", float(start)) == (f"f{first}", times[first])
+
+
+def test_scored_pairs_are_the_scorers() -> None:
+    """The explorer's plain-float pairs are the scorer's `_scored_pairs`, value for value and
+    in the same order, ties, touching ends, malformed (NaN) and unbounded gold included."""
+    from dualcog.explorer.matches import scored_pairs
+    from dualcog.scoring.intervals import _scored_pairs
+
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        gold = np.round(rng.uniform(0, 10, (int(rng.integers(0, 5)), 2)), int(rng.integers(0, 3)))
+        gold.sort(axis=1)
+        pred = np.round(rng.uniform(0, 10, (int(rng.integers(0, 5)), 2)), int(rng.integers(0, 3)))
+        pred.sort(axis=1)
+        if len(gold) and rng.random() < 0.2:
+            gold[int(rng.integers(len(gold)))] = rng.choice([np.nan, np.inf])
+        if len(gold) and len(pred) and rng.random() < 0.2:
+            pred[0] = gold[0]  # an exact tie
+        mine = scored_pairs([tuple(r) for r in gold.tolist()], [tuple(r) for r in pred.tolist()])
+        with np.errstate(invalid="ignore"):  # inf - inf in the scorer's matrix: NaN, no pair
+            assert mine == _scored_pairs(gold, pred)

@@ -2,9 +2,12 @@
 
 The scorer (`dualcog.scoring`) reports counts per sample; the explorer also needs which gold
 interval matched which prediction. This module runs the scorer's own greedy walk
-(`greedy_walk` over `_scored_pairs`: its tIoU values and tie order), keeping indices, and
-`check_scored` holds the result against the sample's row of the scores table (matched, false
-positive and missed intervals, and the tIoU sum), so what is drawn is what was scored.
+(`greedy_walk`) over the scorer's pairs in its order (`scored_pairs`: `_scored_pairs`'s tIoU
+values, computed with the same float operations on plain floats, since numpy's per-call cost
+on a handful of intervals was most of a page's build; a test holds the two equal), keeping
+indices, and `check_scored` holds the result against the sample's row of the scores table
+(matched, false positive and missed intervals, and the tIoU sum), so what is drawn is what was
+scored.
 """
 
 from __future__ import annotations
@@ -19,13 +22,12 @@ from dualcog.errors import DualCogError
 from dualcog.scoring.intervals import (
     F1_THRESHOLD,
     IntervalCounts,
-    _scored_pairs,
     clip_predicted,
     gold_array,
     greedy_walk,
     left_to_right_sum,
 )
-from dualcog.scoring.video import LEVELS
+from dualcog.tasks import BEHAVIOR_LEVELS as LEVELS
 
 
 class ExplorerError(DualCogError):
@@ -55,13 +57,35 @@ class ClassMatch:
 
 
 def _pairs(array: np.ndarray) -> list[tuple[float, float]]:
-    return [(float(s), float(e)) for s, e in array]
+    return [(s, e) for s, e in array.tolist()]
+
+
+def scored_pairs(
+    gold: Sequence[tuple[float, float]], pred: Sequence[tuple[float, float]]
+) -> list[tuple[float, int, int]]:
+    """`dualcog.scoring.intervals._scored_pairs` on plain floats: (tIoU, gold index, pred
+    index) of every pair with tIoU > 0, tIoU descending, ties by lower gold then lower pred
+    index. Each value is `tiou_matrix`'s, operation for operation: the overlap
+    min(ge, pe) - max(gs, ps), the union (ge - gs) + (pe - ps) - overlap, their quotient; a
+    gold interval holding NaN (malformed) has NaN there, which is never > 0."""
+    pairs = []
+    for g, (gs, ge) in enumerate(gold):
+        if gs != gs or ge != ge:  # NaN
+            continue
+        for p, (ps, pe) in enumerate(pred):
+            inter = (ge if ge < pe else pe) - (gs if gs > ps else ps)
+            if inter > 0:
+                union = (ge - gs) + (pe - ps) - inter
+                if union > 0 and inter / union > 0:
+                    pairs.append((inter / union, g, p))
+    pairs.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return pairs
 
 
 def match_one_class(label: str, gold: np.ndarray, pred: np.ndarray, invalid: int) -> ClassMatch:
     match = ClassMatch(label, _pairs(gold), _pairs(pred), invalid)
     if len(gold) and len(pred):
-        pairs = _scored_pairs(gold, pred)
+        pairs = scored_pairs(match.gold, match.pred)
         match.matched = greedy_walk(pairs, F1_THRESHOLD)
         match.overlap = {g: value for g, _, value in greedy_walk(pairs, 0.0)}
     return match

@@ -2,12 +2,16 @@
 
 Layout under the explorer folder (all relative, so the folder works offline and moved whole):
   <model>.html             CSS, script and the compact filter index inlined
-  data/<model>/cNNNNN.js   the samples' records (explorer.records) as JSON, CHUNK_SIZE per
-                           file, loaded per page; the page's script draws their cards
+  samples/cNNNNN.js        each sample's card as every model shows it (explorer.records'
+                           `sample_cards`: id, question, images, options, gold), CHUNK_SIZE per
+                           file, written once for all pages
+  data/<model>/cNNNNN.js   the model's records (explorer.records' `sample_records`: its answer,
+                           parse, scores, boxes and matches) as JSON, the same chunking
   media/...                thumbnails and frame grids shared by all models (explorer.media)
 Chunk numbers follow the benchmark's sample order, the same for every model, so the compare
-view loads the same chunk of a second model. The cards are drawn in the browser with DOM calls
-(text as text nodes, values as attributes), so writing a page is one `json.dumps` per chunk.
+view loads the same chunk of a second model. The page's script joins a sample's card with a
+model's record and draws it with DOM calls (text as text nodes, values as attributes), so
+writing a page is one `json.dumps` per chunk.
 """
 
 from __future__ import annotations
@@ -74,8 +78,9 @@ def _options(pairs: Sequence[tuple[str, str]]) -> str:
     return "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in pairs)
 
 
-# Record keys no card shows: left out of the chunks.
-UNSHOWN_KEYS = frozenset({"scene", "landmark", "chosen", "pred_box", "count_correct"})
+# Record keys no card shows (or that the sample's card carries): left out of the chunks.
+UNSHOWN_KEYS = frozenset({"id", "task", "difficulty", "pred_box", "count_correct"})
+SAMPLES_FOLDER = "samples"  # beside the pages: the sample cards' chunks
 
 
 def task_titles() -> dict[str, str]:
@@ -146,10 +151,16 @@ def _json_for_script(value: Any) -> str:
 
 def chunk_records(records: Sequence[Mapping | None]) -> list[dict | None]:
     """The records as a chunk carries them: what the cards show, nothing else."""
-    return [
-        None if r is None else {k: v for k, v in r.items() if k not in UNSHOWN_KEYS}
-        for r in records
-    ]
+    shown: list[dict | None] = []
+    for record in records:
+        if record is None:
+            shown.append(None)
+            continue
+        record = dict(record)  # a copy less a few keys: cheaper than a filtered dict per record
+        for key in UNSHOWN_KEYS.intersection(record):
+            del record[key]
+        shown.append(record)
+    return shown
 
 
 def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> str:
@@ -157,6 +168,28 @@ def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> 
     text is a JavaScript expression; its strings cannot end the call)."""
     data = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
     return f"dualcogChunk({json.dumps(model)},{number},{data});\n"
+
+
+def cards_script(number: int, cards: Sequence[Mapping]) -> str:
+    """One chunk of sample cards: a call of the page's `dualcogSamples`."""
+    data = json.dumps(cards, ensure_ascii=False, separators=(",", ":"))
+    return f"dualcogSamples({number},{data});\n"
+
+
+def write_sample_cards(cards: Sequence[Mapping], folder: str | Path) -> list[Path]:
+    """Write the sample cards (`sample_cards`, all samples in the benchmark's order) as the
+    chunks every model's page loads from `samples/` beside it; stale chunks are removed."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("c*.js"):
+        old.unlink()
+    paths = []
+    for number in range(math.ceil(len(cards) / CHUNK_SIZE)):
+        path = folder / f"c{number:05d}.js"
+        part = cards[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
+        path.write_text(cards_script(number, part), encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 def _titles() -> dict[str, Any]:
@@ -195,6 +228,7 @@ def write_explorer(
     titles = task_titles()
     index = {
         "model": model,
+        "samples": SAMPLES_FOLDER,
         "chunk_size": CHUNK_SIZE,
         "page_size": PAGE_SIZE,
         "tasks": present,

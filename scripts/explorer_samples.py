@@ -1,0 +1,19 @@
+"""Snakemake adapter: the benchmark's samples and the explorer media -> the sample cards
+every model's explorer page shows (results/explorer/samples/)."""
+
+from dualcog.explorer.page import write_sample_cards
+from dualcog.explorer.records import CARD_COLUMNS, MediaIndex, sample_cards
+from dualcog.runtime import log, run_step
+from dualcog.schemas import read_arrow
+
+
+def main(sm):
+    cards = sample_cards(
+        read_arrow(sm.input.samples, columns=list(CARD_COLUMNS)),
+        MediaIndex.from_table(read_arrow(sm.input.media)),
+    )
+    paths = write_sample_cards(cards, sm.output.cards)
+    log.info("%d sample cards in %d chunks", len(cards), len(paths))
+
+
+run_step(snakemake, main)  # noqa: F821
