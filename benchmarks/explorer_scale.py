@@ -147,8 +147,8 @@ def media_index(samples: pd.DataFrame) -> MediaIndex:
         for item in media:
             path = item["resolved_path"]
             if item["role"] == "video":
-                videos[path] = ([f"media/frames/{i}.jpg" for i in range(48)],
-                                [i * 60 / 47 for i in range(48)])  # fmt: skip
+                videos[path] = (f"media/frames/{abs(hash(path)) % 10**8}.jpg",
+                                [i * 60 / 47 for i in range(48)], 160, 120)  # fmt: skip
             else:
                 images[path] = (f"media/{abs(hash(path)) % 10**8}.jpg", 320, 240)
     return MediaIndex(images, videos)
@@ -247,7 +247,7 @@ def synthetic_inputs(folder: Path) -> dict:
     index = media_index(samples)
     media = pd.DataFrame(
         [("image", s, [f], [], w, h) for s, (f, w, h) in index.images.items()]
-        + [("video", s, files, times, 160, 120) for s, (files, times) in index.videos.items()],
+        + [("video", s, [f], times, w, h) for s, (f, times, w, h) in index.videos.items()],
         columns=MEDIA_COLUMNS,
     )
     outcomes = synthetic_outcomes(responses, parsed)

@@ -55,10 +55,12 @@ def _box(value: Any) -> list[float] | None:
 
 @dataclass(frozen=True)
 class MediaIndex:
-    """Explorer media by source path: image thumbnails, video frame grids."""
+    """Explorer media by source path: image thumbnails, video frame grids (sprite sheets)."""
 
     images: Mapping[str, tuple[str, int, int]]  # source -> (file, width, height)
-    videos: Mapping[str, tuple[list[str], list[float]]]  # source -> (files, times)
+    # source -> (sprite sheet, grid times, frame width, frame height): frame k is the sheet's
+    # k-th cell from the left
+    videos: Mapping[str, tuple[str, list[float], int, int]]
 
     @classmethod
     def from_table(cls, table: pa.Table) -> MediaIndex:
@@ -70,20 +72,22 @@ class MediaIndex:
         ):
             if kind == "image":
                 images[source] = (str(files[0]), int(width), int(height))
-            else:
-                videos[source] = ([str(f) for f in files], [float(t) for t in times])
+            elif files:
+                videos[source] = (str(files[0]), [float(t) for t in times], int(width), int(height))
         return cls(images, videos)
 
-    def nearest_frame(self, source: str, time: float) -> tuple[str, float] | None:
-        files, times = self.videos.get(source, ([], []))
-        if not files:
+    def nearest_frame(self, source: str, time: float) -> tuple[int, float] | None:
+        """(grid frame, its time) nearest `time` in the video's grid."""
+        video = self.videos.get(source)
+        if video is None or not video[1]:
             return None
+        times = video[1]
         # The first nearest, as numpy's argmin picks it: grid times rise (the last may repeat),
         # so it is the first frame of the nearer neighbour's time, the earlier one on a tie.
         after = bisect_left(times, time)
         if after == len(times) or (after > 0 and time - times[after - 1] <= times[after] - time):
             after = bisect_left(times, times[after - 1])
-        return files[after], times[after]
+        return after, times[after]
 
 
 def _outcome(answer: bool | None, evidence: bool | None) -> int:
@@ -179,17 +183,20 @@ def _class_view(match: ClassMatch, names: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _strip(source: str | None, classes: Sequence[ClassMatch], media: MediaIndex) -> list[dict]:
-    """Frames at the predicted interval starts (nearest frame of the explorer's grid)."""
+    """Frames at the predicted interval starts (nearest frame of the explorer's grid): cell
+    `frame` of the sprite sheet `file`, `frames` cells of `width` x `height`."""
     if source is None or not any(match.pred for match in classes):
         return []
+    video = media.videos.get(source)
     strip, seen = [], set()
     for match in classes:
         for start, _ in match.pred:
             frame = media.nearest_frame(source, start)
             if frame and (match.label, frame[0]) not in seen:
                 seen.add((match.label, frame[0]))
-                strip.append({"label": match.label, "start": start, "file": frame[0],
-                              "time": frame[1]})  # fmt: skip
+                strip.append({"label": match.label, "start": start, "file": video[0],
+                              "frame": frame[0], "frames": len(video[1]), "width": video[2],
+                              "height": video[3], "time": frame[1]})  # fmt: skip
     return sorted(strip, key=lambda f: (f["start"], f["label"]))
 
 

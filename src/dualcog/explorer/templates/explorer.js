@@ -190,9 +190,13 @@
     });
     if (r.strip && r.strip.length) {
       parts.push(h("div", { class: "strip" }, r.strip.map(function (f) {
+        // Frame f.frame of the video's sprite sheet: the sheet's cell shown through a viewBox.
         return h("figure", null, [
-          h("img", { loading: "lazy", src: f.file, width: 160, height: 120,
-            alt: "frame at " + f.time + " s" }),
+          s("svg", { class: "frame", "data-frame": f.frame, role: "img", width: 160, height: 120,
+            viewBox: (f.frame * f.width) + " 0 " + f.width + " " + f.height,
+            "aria-label": "frame at " + f.time + " s" }, [
+            s("image", { href: f.file, x: 0, y: 0, width: f.frames * f.width, height: f.height }),
+          ]),
           h("figcaption", null, [f.label + " starts " + fixed(f.start, 2) + " s (frame " +
             fixed(f.time, 2) + " s)"]),
         ]);
