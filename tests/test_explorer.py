@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -570,3 +571,25 @@ def test_scored_pairs_are_the_scorers() -> None:
         mine = scored_pairs([tuple(r) for r in gold.tolist()], [tuple(r) for r in pred.tolist()])
         with np.errstate(invalid="ignore"):  # inf - inf in the scorer's matrix: NaN, no pair
             assert mine == _scored_pairs(gold, pred)
+
+
+def test_interval_lists_are_the_scorers() -> None:
+    """`gold_pairs` / `clipped_pairs` give the scorer's `gold_array` / `clip_predicted`: the
+    same values (NaN for a malformed gold interval), the same invalid count, on plain, odd and
+    out-of-range intervals, with and without a duration."""
+    from dualcog.explorer.matches import clipped_pairs, gold_pairs
+    from dualcog.scoring.intervals import clip_predicted, gold_array
+
+    odd = [None, "1,2", [1.0], [True, 2.0], [1, 2], (0.5, 1.5), np.array([0.25, 0.75]),
+           [2.0, 1.0], [-1.0, 1.0], [1.0, 1.0], [0.0, np.inf], [np.nan, 1.0], [5.0, 6.5],
+           [5.5, 9.0], [7.0, 7.5], [1.0, None]]  # fmt: skip
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        chosen = [odd[int(i)] for i in rng.integers(0, len(odd), int(rng.integers(0, 6)))]
+        chosen += [sorted(rng.uniform(-1, 9, 2).round(2).tolist()) for _ in range(3)]
+        for duration in (6.0, None, math.nan, 0.0):
+            pairs, invalid = clipped_pairs(chosen, duration)
+            array, scorer_invalid = clip_predicted(chosen, duration)
+            assert invalid == scorer_invalid and pairs == [tuple(r) for r in array.tolist()]
+        mine = np.asarray(gold_pairs(chosen), dtype=float).reshape(-1, 2)
+        np.testing.assert_array_equal(mine, gold_array(chosen))  # NaN where NaN

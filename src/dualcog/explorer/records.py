@@ -7,9 +7,11 @@ matches checked against the scorer), and the raw response text.
 
 from __future__ import annotations
 
+import gc
 import math
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
@@ -271,42 +273,44 @@ def sample_cards(samples: pa.Table, media: MediaIndex) -> list[dict[str, Any]]:
     """What a card shows of each sample whatever the model (its id, question, images, options
     and gold), one per row of `samples`: written once beside all pages (`write_sample_cards`);
     each model's page adds its own record (`sample_records`) to the same position."""
-    cards = []
-    for sample in _rows(samples, CARD_COLUMNS):
-        task = sample["task"]
-        card: dict[str, Any] = {
-            "id": sample["sample_id"],
-            "task": task,
-            "modality": REQUEST_BY_TASK[task].modality,
-            "difficulty": _text(sample["difficulty"]),
-            "question": _text(sample["user_prompt"]),
-        }
-        if task in IMAGE_TASKS:
-            images = []
-            for item in _items(sample["media"]):
-                thumb = media.images.get(item["resolved_path"])
-                images.append({"role": item["role"], "file": thumb[0] if thumb else None,
-                               "width": thumb[1] if thumb else 4,
-                               "height": thumb[2] if thumb else 3})  # fmt: skip
-            gold_id = _text(sample["gold_option_id"])
-            card["images"] = images
-            card["options"] = [
-                {"id": o["option_id"], "label": o["label"], "gold": o["option_id"] == gold_id}
-                for o in _items(sample["options"])
-            ]
-        elif task == "behavior":
-            gold_ids = {i["option_id"] for i in _items(sample["gold_items"])}
-            card["duration"] = _number(sample["duration_sec"])
-            card["options"] = [
-                {"id": o["option_id"], "label": o["label"], "level": _text(o["level"]),
-                 "gold": o["option_id"] in gold_ids}
-                for o in _items(sample["options"])
-            ]  # fmt: skip
-        else:
-            card["duration"] = _number(sample["duration_sec"])
-            card["gold_count"] = _int(sample["gold_visible_count"])
-        cards.append(card)
-    return cards
+    with without_cyclic_gc():
+        return [_card(sample, media) for sample in _rows(samples, CARD_COLUMNS)]
+
+
+def _card(sample: Mapping[str, Any], media: MediaIndex) -> dict[str, Any]:
+    task = sample["task"]
+    card: dict[str, Any] = {
+        "id": sample["sample_id"],
+        "task": task,
+        "modality": REQUEST_BY_TASK[task].modality,
+        "difficulty": _text(sample["difficulty"]),
+        "question": _text(sample["user_prompt"]),
+    }
+    if task in IMAGE_TASKS:
+        images = []
+        for item in _items(sample["media"]):
+            thumb = media.images.get(item["resolved_path"])
+            images.append({"role": item["role"], "file": thumb[0] if thumb else None,
+                           "width": thumb[1] if thumb else 4,
+                           "height": thumb[2] if thumb else 3})  # fmt: skip
+        gold_id = _text(sample["gold_option_id"])
+        card["images"] = images
+        card["options"] = [
+            {"id": o["option_id"], "label": o["label"], "gold": o["option_id"] == gold_id}
+            for o in _items(sample["options"])
+        ]
+    elif task == "behavior":
+        gold_ids = {i["option_id"] for i in _items(sample["gold_items"])}
+        card["duration"] = _number(sample["duration_sec"])
+        card["options"] = [
+            {"id": o["option_id"], "label": o["label"], "level": _text(o["level"]),
+             "gold": o["option_id"] in gold_ids}
+            for o in _items(sample["options"])
+        ]  # fmt: skip
+    else:
+        card["duration"] = _number(sample["duration_sec"])
+        card["gold_count"] = _int(sample["gold_visible_count"])
+    return card
 
 
 # Of the samples, the columns a model's records read, and those its cards show.
@@ -353,6 +357,20 @@ def _by_sample(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {row["sample_id"]: row for row in rows}
 
 
+@contextmanager
+def without_cyclic_gc() -> Iterator[None]:
+    """Records are trees of fresh lists and dicts, freed by reference counting; the cyclic
+    collector's passes over the growing heap were a third of their build (docs/performance.md,
+    "Explorer, 2 Dec 2026"). Restored on the way out."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def sample_records(
     samples: pa.Table,
     parsed: pa.Table,
@@ -368,6 +386,11 @@ def sample_records(
     The workflow's tables as Arrow: SAMPLES, the run's PARSED, SCORES and RESPONSES rows, and
     its request outcome classes (REQUEST_OUTCOMES, written by the `parse` job); a sample
     without an outcome row has no response row: a request error."""
+    with without_cyclic_gc():
+        return _sample_records(samples, parsed, scores, responses, media, outcomes)
+
+
+def _sample_records(samples, parsed, scores, responses, media, outcomes):
     parsed_by = _by_sample(_rows(parsed, PARSED_COLUMNS, DRAWN_PARSE))
     scores_by: dict[str, dict[str, dict]] = {}
     for row in _rows(scores, SCORE_COLUMNS, DRAWN_PARSE):
