@@ -114,18 +114,28 @@ def task_filters(present: Sequence[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _entry(record, tasks, difficulties) -> list[int] | None:
-    if record is None:
-        return None
-    outcomes = list(record["outcomes"].values())
-    return [
-        tasks.index(record["task"]),
-        difficulties.index(record["difficulty"]) if record["difficulty"] in difficulties else -1,
-        STAGES.index(record["stage"]) if record["stage"] in STAGES else -1,
-        outcomes[0],
-        outcomes[1] if len(outcomes) > 1 else -1,  # behavior: atomic level
-        OUTCOMES.index(record["result"]) if record.get("result") in OUTCOMES else -1,
-    ]
+def _entries(records, tasks, difficulties) -> list[list[int] | None]:
+    """Each record's filter entry: task, difficulty, stage, first and second outcome slots,
+    request outcome (positions in the index's lists; -1: none)."""
+    task_at = {t: i for i, t in enumerate(tasks)}
+    difficulty_at = {d: i for i, d in enumerate(difficulties)}
+    stage_at = {s: i for i, s in enumerate(STAGES)}
+    result_at = {o: i for i, o in enumerate(OUTCOMES)}
+    entries: list[list[int] | None] = []
+    for record in records:
+        if record is None:
+            entries.append(None)
+            continue
+        outcomes = list(record["outcomes"].values())
+        entries.append([
+            task_at[record["task"]],
+            difficulty_at.get(record["difficulty"], -1),
+            stage_at.get(record["stage"], -1),
+            outcomes[0],
+            outcomes[1] if len(outcomes) > 1 else -1,  # behavior: atomic level
+            result_at.get(record.get("result"), -1),
+        ])  # fmt: skip
+    return entries
 
 
 @dataclass(frozen=True)
@@ -227,7 +237,8 @@ def _write_explorer(model, records, page_path, data_dir, all_models, stamp, labe
         path = data_dir / f"c{number:05d}.js"
         path.write_text(chunk_script(model, number, part), encoding="utf-8")
         chunk_paths.append(path)
-    present = [k.task for k in REQUEST_KINDS if any(r and r["task"] == k.task for r in records)]
+    run_tasks = {r["task"] for r in records if r}
+    present = [k.task for k in REQUEST_KINDS if k.task in run_tasks]
     difficulties = list(IMAGE_DIFFICULTIES + VIDEO_DIFFICULTIES)
     filters = task_filters(present)
     titles = task_titles()
@@ -242,7 +253,7 @@ def _write_explorer(model, records, page_path, data_dir, all_models, stamp, labe
         "results": list(OUTCOMES),
         "task_filters": filters,
         "titles": _titles(),
-        "entries": [_entry(r, present, difficulties) for r in records],
+        "entries": _entries(records, present, difficulties),
     }
     used_difficulties = {r["difficulty"] for r in records if r}
     task_choices = [
