@@ -18,6 +18,7 @@ import resource  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import dualcog.explorer.records as records_module  # noqa: E402
 from dualcog.explorer.page import write_explorer  # noqa: E402
 from dualcog.explorer.records import MediaIndex, sample_records  # noqa: E402
 from dualcog.schemas import read_arrow  # noqa: E402
@@ -34,8 +35,13 @@ def _records(inputs: dict) -> list:
             [read_arrow(p, columns=list(RESPONSE_COLUMNS)) for p in inputs["responses"]]
         )
         samples = read_arrow(inputs["samples"], columns=list(SAMPLE_COLUMNS))
+        columns = {}
+        if hasattr(records_module, "FIELD_COLUMNS"):  # explorer-7: only the columns read
+            columns = {"parsed": [*records_module.PARSED_COLUMNS, "parse"],
+                       "scores": [*records_module.SCORE_COLUMNS, "parse"]}  # fmt: skip
         parsed, scores, media, outcomes = (
-            read_arrow(inputs[n]) for n in ("parsed", "scores", "media", "outcomes")
+            read_arrow(inputs[n], columns=columns.get(n))
+            for n in ("parsed", "scores", "media", "outcomes")
         )
         MARKS["read"] = time.process_time()
         index = MediaIndex.from_table(media)

@@ -5,7 +5,10 @@ interpreter for a baseline revision and for this working tree, one after the oth
 prints the process CPU (imports included, worker threads counted) beside the wall time. Then
 compares the two trees' thumbnails of the same sources: pixel size, bytes, and the PSNR
 between them, printed beside the PSNR between each thumbnail and its own pixels before JPEG
-encoding (what the encoding alone changes), so "looks the same" is a number.
+encoding (what the encoding alone changes), so "looks the same" is a number. Video frame
+grids: the grid times must be equal; where one tree writes a file per frame and the other a
+sprite sheet (explorer-7), each sheet cell is compared with the same frame's file (PSNR),
+and the files and bytes per video are printed.
 
 Usage: python benchmarks/explorer_media.py RUN_DIR [--baseline main] [--images N]
        [--videos N] [--threads 2] [--keep]
@@ -125,6 +128,41 @@ def compare_thumbnails(before: Path, after: Path, limit: int = 300) -> None:
           f"min {min(encoding):.1f} dB (higher: closer)")  # fmt: skip
 
 
+def _frames(folder: Path, files: list, times: list, width: int) -> list[np.ndarray]:
+    """A video's grid frames as pixels: its per-frame files, or its sprite sheet's cells."""
+    if len(files) == len(times) and len(times) > 1:
+        return [pixels((folder / f).read_bytes()) for f in files]
+    sheet = pixels((folder / files[0]).read_bytes())
+    return [sheet[:, k * width : (k + 1) * width] for k in range(len(times))]
+
+
+def compare_frames(before: Path, after: Path, limit: int = 100) -> None:
+    """Grid times equal; each frame of the two trees compared (PSNR); files and bytes."""
+    import pandas as pd
+
+    old = pd.read_parquet(before / "media.parquet").set_index("source")
+    new = pd.read_parquet(after / "media.parquet").set_index("source")
+    videos = [s for s in new.index if new.at[s, "kind"] == "video"]
+    for source in videos:
+        assert list(old.at[source, "times"]) == list(new.at[source, "times"]), source
+    between, counts, sizes = [], [0, 0], [0, 0]
+    for source in videos[:limit]:
+        sides = []
+        for i, (table, folder) in enumerate(((old, before), (new, after))):
+            files, times = list(table.at[source, "files"]), list(table.at[source, "times"])
+            counts[i] += len(files)
+            sizes[i] += sum((folder / f).stat().st_size for f in files)
+            sides.append(_frames(folder, files, times, int(table.at[source, "width"])))
+        between += [psnr(a, b) for a, b in zip(*sides, strict=True)]
+    n = min(limit, len(videos))
+    print(f"videos: grid times equal for all {len(videos)}; compared {n} videos, "
+          f"{len(between)} frames")  # fmt: skip
+    print(f"files per video: before {counts[0] / n:.1f}, after {counts[1] / n:.1f}; "
+          f"bytes per video: before {sizes[0] / n:,.0f}, after {sizes[1] / n:,.0f}")  # fmt: skip
+    print(f"frame PSNR before vs after: median {np.median(between):.1f} dB, "
+          f"min {min(between):.1f} dB")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
@@ -149,6 +187,8 @@ def main() -> None:
             print(f"{side:16}{result['cpu']:10.1f}{result['wall']:10.1f}")
         if n:
             compare_thumbnails(out / "before", out / "after")
+        if v:
+            compare_frames(out / "before", out / "after")
     finally:
         shutil.rmtree(tree, ignore_errors=True)
         if args.keep:

@@ -13,6 +13,10 @@ per phase, best of --repeat runs, and the chunk bytes. Where both trees write ch
 same kind, the two must hold the same cards (pre-rendered HTML: the same elements, attributes
 and text, whitespace and attribute quoting aside; records: equal JSON values) and the same page;
 across the change to records drawn in the browser (explorer-6) only the sizes and CPU compare.
+Across the split into sample cards and a model's records (explorer-7) each card joined with
+the record as the page joins them must equal the earlier revision's record, and the two
+pages' sample indexes must be equal; a sprite sheet's frame k stands for the earlier per-frame
+file (the earlier revision is given per-frame names "SHEET#k" for the same grid).
 With --results DIR --model NAME that job reads a finished run's tables (e.g. the paper-scale
 benchmark's) instead of the synthetic run.
 
@@ -147,8 +151,8 @@ def media_index(samples: pd.DataFrame) -> MediaIndex:
         for item in media:
             path = item["resolved_path"]
             if item["role"] == "video":
-                videos[path] = ([f"media/frames/{i}.jpg" for i in range(48)],
-                                [i * 60 / 47 for i in range(48)])  # fmt: skip
+                videos[path] = (f"media/frames/{abs(hash(path)) % 10**8}.jpg",
+                                [i * 60 / 47 for i in range(48)], 160, 120)  # fmt: skip
             else:
                 images[path] = (f"media/{abs(hash(path)) % 10**8}.jpg", 320, 240)
     return MediaIndex(images, videos)
@@ -216,6 +220,25 @@ def same_dom(a: str, b: str) -> bool:
     return flat[0] == flat[1]
 
 
+def _sample_cards(folder: Path) -> dict[str, list]:
+    out = {}
+    for path in sorted(folder.glob("c*.js")):
+        text = path.read_text(encoding="utf-8")
+        out[path.name] = json.loads(text[text.index(",[") + 1 : -len(");\n")])
+    return out
+
+
+def sample_cards_job(inputs: dict, folder: Path) -> None:
+    """The `explorer_samples` job's cards of the inputs' samples (once for all models)."""
+    from dualcog.explorer.page import write_sample_cards
+    from dualcog.explorer.records import CARD_COLUMNS, MediaIndex, sample_cards
+    from dualcog.schemas import read_arrow
+
+    cards = sample_cards(read_arrow(inputs["samples"], columns=list(CARD_COLUMNS)),
+                         MediaIndex.from_table(read_arrow(inputs["media"])))  # fmt: skip
+    write_sample_cards(cards, folder)
+
+
 def _chunk_cards(data_dir: Path) -> dict[str, list]:
     out = {}
     for path in sorted(data_dir.glob("c*.js")):
@@ -247,7 +270,7 @@ def synthetic_inputs(folder: Path) -> dict:
     index = media_index(samples)
     media = pd.DataFrame(
         [("image", s, [f], [], w, h) for s, (f, w, h) in index.images.items()]
-        + [("video", s, files, times, 160, 120) for s, (files, times) in index.videos.items()],
+        + [("video", s, [f], times, w, h) for s, (f, times, w, h) in index.videos.items()],
         columns=MEDIA_COLUMNS,
     )
     outcomes = synthetic_outcomes(responses, parsed)
@@ -274,6 +297,47 @@ def run_inputs(results: Path, model: str) -> dict:
             "media": str(results / "explorer" / "media.parquet")}  # fmt: skip
 
 
+def joined(card: dict, record: dict) -> dict:
+    """A sample card and a model's record as the page's script joins them (explorer.js
+    `joined`), in the earlier layout: boxes on the images, options marked chosen, a strip
+    frame named "SHEET#k"."""
+    out = {**card, **record}
+    if "images" in card:
+        out["images"] = [{**im, "boxes": record["boxes"][i]} for i, im in enumerate(card["images"])]
+    if "options" in card:
+        out["options"] = [{**o, "chosen": o["id"] in record["chosen"]} for o in card["options"]]
+    if out.get("strip"):
+        out["strip"] = [{"label": f["label"], "start": f["start"],
+                         "file": f"{f['file']}#{f['frame']}", "time": f["time"]}
+                        for f in out["strip"]]  # fmt: skip
+    for key in ("boxes", "chosen"):
+        out.pop(key, None)
+    return out
+
+
+def per_frame_media(inputs: dict, folder: Path) -> dict:
+    """The inputs with a media index in the per-frame layout of revisions before sprite sheets:
+    a video's files "SHEET#0", "SHEET#1", ... for its grid times."""
+    import pandas as pd
+
+    media = pd.read_parquet(inputs["media"])
+    media["files"] = [
+        [f"{files[0]}#{k}" for k in range(len(times))] if kind == "video" else list(files)
+        for kind, files, times in zip(media["kind"], media["files"], media["times"], strict=True)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    media.to_parquet(folder / "media-per-frame.parquet", index=False)
+    return {**inputs, "media": str(folder / "media-per-frame.parquet")}
+
+
+def _page_index(page: Path) -> dict:
+    html = page.read_text(encoding="utf-8")
+    found = re.search(r'id="explorer-index" type="application/json">(.*?)</script>', html)
+    index = json.loads(found.group(1))
+    index.pop("samples", None)
+    return index
+
+
 def explorer_job(src: Path, inputs: Path, out: Path, repeat: int) -> dict:
     """Best (least process CPU) of `repeat` explorer jobs, each in a fresh interpreter."""
     script = Path(__file__).with_name("_explorer_job.py")
@@ -297,14 +361,25 @@ def before_after(before: str, inputs: dict, out: Path, repeat: int) -> None:
     path = out / "inputs.json"
     path.write_text(json.dumps(inputs))
     tree = revision_tree(before)
+    sheets = not (tree / "scripts" / "explorer_samples.py").is_file()  # before sample cards
+    old_path = path
+    if sheets:
+        old_path = out / "inputs-per-frame.json"
+        old_path.write_text(json.dumps(per_frame_media(inputs, out)))
     try:
-        old = explorer_job(tree / "src", path, out / "before", repeat)
+        old = explorer_job(tree / "src", old_path, out / "before", repeat)
         new = explorer_job(REPO / "src", path, out / "after", repeat)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
     model = inputs["model"]
     old_cards = _chunk_cards(out / "before" / "data" / model)
     new_cards = _chunk_cards(out / "after" / "data" / model)
+    if sheets:
+        sample_cards_job(inputs, out / "after" / "samples")
+        cards = _sample_cards(out / "after" / "samples")
+        new_cards = {name: [None if r is None else joined(cards[name][i], r)
+                            for i, r in enumerate(records)]
+                     for name, records in new_cards.items()}  # fmt: skip
     assert old_cards.keys() == new_cards.keys(), "different chunk files"
     kinds = {type(c) for cards in (*old_cards.values(), *new_cards.values()) for c in cards} - {
         type(None)
@@ -315,11 +390,16 @@ def before_after(before: str, inputs: dict, out: Path, repeat: int) -> None:
             assert (a is None) == (b is None), name
             if compared and a is not None:
                 assert same_dom(a, b) if isinstance(a, str) else a == b, name
-    if compared:
+    if compared and sheets:
+        same_index = _page_index(Path(old["page"])) == _page_index(Path(new["page"]))
+        assert same_index, "different sample indexes"
+    elif compared:
         old_page = Path(old["page"]).read_text(encoding="utf-8")
         assert old_page == Path(new["page"]).read_text(encoding="utf-8"), "different pages"
     n = sum(c is not None for cards in new_cards.values() for c in cards)
     same = "the same cards and page"
+    if sheets:
+        same = "the same cards (sample card + record) and sample index"
     if not compared:
         same = "HTML cards before, records after: the same samples in the same chunks"
     print(f"one explorer job, {model}: {n} cards, process CPU (best of {repeat}) "

@@ -15,9 +15,26 @@ rule explorer_media:
         "../scripts/explorer_media.py"
 
 
+rule explorer_samples:
+    input:
+        samples="results/benchmark/samples.parquet",
+        media="results/explorer/media.parquet",
+    output:
+        cards=directory("results/explorer/samples"),
+    log:
+        "results/logs/explorer_samples.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        version=EXPLORER_VERSION,
+    script:
+        "../scripts/explorer_samples.py"
+
+
 rule explorer:
     input:
         samples="results/benchmark/samples.parquet",
+        cards="results/explorer/samples",
         parsed="results/parsed/{model}.parquet",
         outcomes="results/parsed/{model}.outcomes.parquet",
         scores="results/scores/{model}.parquet",

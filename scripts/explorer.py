@@ -5,7 +5,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from dualcog.explorer.page import CHUNK_BYTES_LIMIT, PAGE_BYTES_LIMIT, write_explorer
-from dualcog.explorer.records import RESPONSE_COLUMNS, SAMPLE_COLUMNS, MediaIndex, sample_records
+from dualcog.explorer.records import (
+    PARSED_COLUMNS,
+    RESPONSE_COLUMNS,
+    SAMPLE_COLUMNS,
+    SCORE_COLUMNS,
+    MediaIndex,
+    sample_records,
+)
 from dualcog.runtime import log, run_step
 from dualcog.schemas import read_arrow
 from dualcog.stamp import build_stamp
@@ -13,15 +20,15 @@ from dualcog.stamp import build_stamp
 
 def main(sm):
     model = sm.wildcards.model
-    # Arrow only, no pandas; of the samples and responses only the columns a card shows
-    # (reasoning texts, token counts and the samples' other columns are never read).
+    # Arrow only, no pandas; of each table only the columns a record reads (reasoning texts,
+    # token counts, the samples' prompts and the other parse modes' columns are never read).
     responses = pa.concat_tables(
         [read_arrow(p, columns=list(RESPONSE_COLUMNS)) for p in sm.input.responses]
     )
     records = sample_records(
         read_arrow(sm.input.samples, columns=list(SAMPLE_COLUMNS)),
-        read_arrow(sm.input.parsed),
-        read_arrow(sm.input.scores),
+        read_arrow(sm.input.parsed, columns=[*PARSED_COLUMNS, "parse"]),
+        read_arrow(sm.input.scores, columns=[*SCORE_COLUMNS, "parse"]),
         responses,
         MediaIndex.from_table(read_arrow(sm.input.media)),
         read_arrow(sm.input.outcomes),

@@ -1,10 +1,11 @@
 """Explorer internals: matches against hand-computed cases, box placement, page and chunks;
-cards as headless Chromium draws them from the chunks' records."""
+cards as headless Chromium draws them from the chunks' sample cards and records."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -43,8 +44,9 @@ from dualcog.explorer.page import (
     UNSHOWN_KEYS,
     task_filters,
     write_explorer,
+    write_sample_cards,
 )
-from dualcog.explorer.records import MediaIndex, sample_records
+from dualcog.explorer.records import MediaIndex, sample_cards, sample_records
 from dualcog.media.store import UnreadableMedia
 from dualcog.outcomes import request_outcomes
 from dualcog.schemas import PARSED, RESPONSES, SAMPLES, to_table
@@ -58,9 +60,13 @@ def browser():
         yield opened
 
 
-def _drawn(browser: Browser, folder: Path, records, model: str = "m", others=()) -> list[str]:
-    """The cards of `records` as the page draws them in Chromium (one page of them, the
-    browser's serialization of each drawn card), with no script errors."""
+def _drawn(
+    browser: Browser, folder: Path, cards, records, model: str = "m", others=()
+) -> list[str]:
+    """The cards of `records` on their samples' `cards` as the page draws them in Chromium
+    (one page of them, the browser's serialization of each drawn card), with no script
+    errors."""
+    write_sample_cards(cards, folder / "samples")
     files = write_explorer(model, records, folder / "page.html", folder / "data" / model,
                            all_models=[model, *others], stamp=None)  # fmt: skip
     browser.open("about:blank")
@@ -82,6 +88,11 @@ def _records(samples, parsed, scores, responses, media):
     outcomes = request_outcomes(responses, parsed)
     return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
                           to_table(scores, SCORES), responses, media, outcomes)  # fmt: skip
+
+
+def _cards(samples, media):
+    """`sample_cards` on the samples as the `explorer_samples` job reads them."""
+    return sample_cards(to_table(samples, SAMPLES), media)
 
 
 def test_visibility_matches_hand_computed() -> None:
@@ -173,7 +184,10 @@ def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     fo, lp = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
-    boxes = {im["role"]: im["boxes"] for im in fo["images"]}
+    fo_card, lp_card = _cards(samples, media)
+    # The model's boxes go on its sample card's images, by position.
+    assert len(fo["boxes"]) == len(fo_card["images"]) and len(lp["boxes"]) == len(lp_card["images"])
+    boxes = {im["role"]: b for im, b in zip(fo_card["images"], fo["boxes"], strict=True)}
     assert boxes["reference"] == [] and boxes["candidate_C"] == []
     assert boxes["candidate_B"] == [{"kind": "gold", "xyxy": [0.1, 0.1, 0.3, 0.3]}]
     assert boxes["candidate_A"] == [
@@ -182,11 +196,12 @@ def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     ]
     # IoU is the scorer's: against the chosen candidate A, 0.3*0.4 / (0.4*0.4) = 0.75.
     assert fo["iou"] == pytest.approx(0.75) and fo["bbox_hit"] and not fo["option_correct"]
-    assert [o["id"] for o in fo["options"] if o["gold"]] == ["B"]
-    assert [o["id"] for o in fo["options"] if o["chosen"]] == ["A"]
+    assert [o["id"] for o in fo_card["options"] if o["gold"]] == ["B"]
+    assert fo["chosen"] == ["A"]
     assert fo["outcomes"] == {"future_observation": 2}  # right box only
-    target = next(im for im in lp["images"] if im["role"] == "target")
-    assert [b["kind"] for b in target["boxes"]] == ["gold", "pred"]
+    target = next(b for im, b in zip(lp_card["images"], lp["boxes"], strict=True)
+                  if im["role"] == "target")  # fmt: skip
+    assert [b["kind"] for b in target] == ["gold", "pred"]
     assert lp["iou"] == pytest.approx(0.75) and lp["outcomes"] == {"landmark_position": 3}
 
 
@@ -211,8 +226,7 @@ def _video_case():
 def test_video_records_carry_the_scorers_matches_and_frames() -> None:
     samples, parsed = _video_case()
     scores = score_samples(samples, parsed, ("compatible",))
-    media = MediaIndex({}, {"/v.mp4": ([f"f{i}.jpg" for i in range(13)],
-                                       [i * 0.5 for i in range(13)])})  # fmt: skip
+    media = MediaIndex({}, {"/v.mp4": ("v.jpg", [i * 0.5 for i in range(13)], 160, 120)})
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     behavior, visibility = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
     composite = behavior["levels"]["composite"]
@@ -222,10 +236,12 @@ def test_video_records_carry_the_scorers_matches_and_frames() -> None:
     atomic = behavior["levels"]["atomic"]
     assert atomic["classes"][0]["matched"] == [(0, 0, 1.0)] and atomic["tp"] == 1
     assert behavior["outcomes"] == {"composite_behavior": 3, "atomic_behavior": 3}
-    assert [f["file"] for f in behavior["strip"]] == ["f0.jpg", "f6.jpg"]
+    assert [(f["file"], f["frame"], f["time"]) for f in behavior["strip"]] == [
+        ("v.jpg", 0, 0.0), ("v.jpg", 6, 3.0)]  # fmt: skip
+    assert {(f["frames"], f["width"], f["height"]) for f in behavior["strip"]} == {(13, 160, 120)}
     vis = visibility["levels"]["visibility"]
     assert vis["classes"][0]["false_positive"] == [1] and vis["tp"] == 1 and vis["fp"] == 1
-    assert visibility["count"] == 2 and visibility["gold_count"] == 1
+    assert visibility["count"] == 2 and _cards(samples, media)[1]["gold_count"] == 1
     assert not visibility["count_correct"]
     assert visibility["outcomes"] == {"landmark_visibility": 2}
 
@@ -284,10 +300,9 @@ def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _image_case()
     scores = score_samples(samples, parsed, ("compatible",))
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
-    records = _records(
-        samples, parsed, scores, _responses(["fo1", "lp1"], tasks),
-        _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"]),
-    )  # fmt: skip
+    media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
+    records = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
+    cards = _cards(samples, media)
     records = records + [None] * CHUNK_SIZE  # a chunk with no sample of this run
     (tmp_path / "data" / "m").mkdir(parents=True)
     (tmp_path / "data" / "m" / "c00009.js").write_text("stale")
@@ -313,10 +328,15 @@ def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     # The records as built, less what no card shows; tuples become JSON arrays.
     assert shown[0] == json.loads(json.dumps({k: v for k, v in records[0].items()
                                               if k not in UNSHOWN_KEYS}))  # fmt: skip
-    assert "scene" not in shown[0] and shown[0]["images"][1]["file"] == "media/A.jpg"
-    cards = _drawn(browser, tmp_path / "drawn", records)
-    assert len(cards) == 2  # the page's cards: the two samples of this run
-    elements = _elements(cards[0])
+    assert "question" not in shown[0] and "images" not in shown[0]  # the sample card's
+    (card_chunk,) = write_sample_cards(cards, tmp_path / "samples")
+    assert card_chunk.read_text().startswith("dualcogSamples(0,[")
+    shown_cards = json.loads(card_chunk.read_text()[len("dualcogSamples(0,") : -len(");\n")])
+    assert shown_cards == json.loads(json.dumps(cards))
+    assert shown_cards[0]["images"][1]["file"] == "media/A.jpg"
+    drawn = _drawn(browser, tmp_path / "drawn", cards, records)
+    assert len(drawn) == 2  # the page's cards: the two samples of this run
+    elements = _elements(drawn[0])
     boxes = [a["class"] for tag, a in elements if tag == "rect"]
     assert boxes == ["box scored-against", "box pred", "box gold"]
     rects = {a["class"]: a for tag, a in elements if tag == "rect"}
@@ -363,10 +383,11 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     hostile = ("</pre><script>window.ran = 1</script><img src=x onerror='window.ran = 2'>"
                "</script><!--")  # fmt: skip
     responses["raw_text"] = [hostile, 'say "hi" & <bye>']
-    records = _records(samples, parsed, scores, responses, _media(["/r.jpg", "/t.jpg"]))
+    media = _media(["/r.jpg", "/t.jpg"])
+    records = _records(samples, parsed, scores, responses, media)
     model = "m'o\"d<img src=x onerror='window.ran = 3'>"
     other = "<script>window.ran = 4</script>"
-    cards = _drawn(browser, tmp_path, records, model, [other])
+    cards = _drawn(browser, tmp_path, _cards(samples, media), records, model, [other])
     assert browser.evaluate("window.ran === undefined")  # nothing ran
     assert browser.evaluate("document.querySelectorAll('[onerror]').length") == 0
     scripts = browser.evaluate(
@@ -374,7 +395,8 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
         " || 'inline')"
     )
     chunk = next(s for s in scripts if s.startswith("data/"))  # the one chunk it loaded
-    assert sorted(scripts) == [chunk, "explorer-index", "inline"]
+    cards_chunk = next(s for s in scripts if s.endswith("/samples/c00000.js"))  # and its cards
+    assert sorted(scripts) == sorted([chunk, cards_chunk, "explorer-index", "inline"])
     assert unquote(chunk) == f"data/{model}/c00000.js"
     assert browser.evaluate("document.querySelector('nav.models').textContent").count(model) == 1
     assert browser.evaluate("document.querySelector('nav.models a').textContent") == other
@@ -402,13 +424,25 @@ DEMO_VIDEO = next(
 def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
     row = video_frames(str(DEMO_VIDEO), None, tmp_path)  # duration read from the video
     assert row.kind == "video" and (row.width, row.height) == (160, 120)
-    assert len(row.files) == len(row.times) >= 2
+    assert len(row.files) == 1 and len(row.times) >= 2
     assert row.times == sorted(row.times) and row.times[0] == 0.0
     steps = np.diff(row.times)
     assert np.all(np.abs(steps - 0.5) <= 0.1)  # grid every 0.5 s, nearest decoded frame
-    for file in row.files:
-        with Image.open(tmp_path / file) as frame:
-            assert frame.size == (160, 120)
+    with Image.open(tmp_path / row.files[0]) as sheet:  # the frames side by side
+        assert sheet.size == (160 * len(row.times), 120)
+        sheet = np.asarray(sheet.convert("L"), dtype=float)
+    # Each cell is its own frame of the grid: the decoded frames, scaled, in time order.
+    import av
+
+    with av.open(str(DEMO_VIDEO)) as container:
+        stream = container.streams.video[0]
+        decoded = [(float(f.pts * stream.time_base), f) for f in container.decode(stream)]
+    first = decoded[0][0]
+    for k, time in enumerate(row.times):
+        nearest = min(decoded, key=lambda d: abs(d[0] - first - time))[1]
+        expected = np.asarray(nearest.to_image().convert("L").resize((160, 120)), dtype=float)
+        cell = sheet[:, 160 * k : 160 * (k + 1)]
+        assert np.abs(cell - expected).mean() < 6  # JPEG and scaling differences only
 
 
 def test_thumbnails_only_of_shown_images_at_their_drawn_size(tmp_path: Path) -> None:
@@ -432,7 +466,15 @@ def test_thumbnails_only_of_shown_images_at_their_drawn_size(tmp_path: Path) -> 
     Image.new("RGB", (800, 600), (90, 120, 30)).save(source, format="JPEG")
     small = image_thumbnail(str(source), tmp_path, PLAIN_THUMB_SIZE)
     large = image_thumbnail(str(source), tmp_path / "large")
-    assert (small.width, small.height, large.width, large.height) == (200, 150, 320, 240)
+    # 320 x 240 asked: the 1/2-scale decode (400 x 300) is within DRAFT_SLACK, kept as it is;
+    # a 1,000 x 750 source decodes to 500 x 375 at 1/2 and is scaled to 320 x 240.
+    assert (small.width, small.height, large.width, large.height) == (200, 150, 400, 300)
+    bigger = tmp_path / "bigger.jpg"
+    Image.new("RGB", (1000, 750), (90, 120, 30)).save(bigger, format="JPEG")
+    scaled = image_thumbnail(str(bigger), tmp_path / "scaled")
+    assert (scaled.width, scaled.height) == (320, 240)
+    with Image.open(tmp_path / "scaled" / scaled.files[0]) as image:
+        assert image.size == (320, 240)
     with Image.open(tmp_path / small.files[0]) as image:
         assert image.size == (200, 150)
         pixel = image.getpixel((100, 75))
@@ -457,7 +499,8 @@ def test_timeline_labels_are_escaped(tmp_path: Path, browser: Browser) -> None:
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                              MediaIndex({}, {}))  # fmt: skip
-    elements = _elements(_drawn(browser, tmp_path, records)[0])
+    cards = _cards(samples, MediaIndex({}, {}))
+    elements = _elements(_drawn(browser, tmp_path, cards, records)[0])
     assert [tag for tag, _ in elements].count("b") == 2  # the option ids; labels are text
     assert "A. <b>it's</b>" in elements[-1][1]["text"] and 'B. a "B"' in elements[-1][1]["text"]
 
@@ -467,12 +510,12 @@ def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -
     positives, the level headings and the frame strip."""
     samples, parsed = _video_case()
     scores = score_samples(samples, parsed, ("compatible",))
-    media = MediaIndex({}, {"/v.mp4": ([f"f{i}.jpg" for i in range(13)],
-                                       [i * 0.5 for i in range(13)])})  # fmt: skip
+    media = MediaIndex({}, {"/v.mp4": ("v.jpg", [i * 0.5 for i in range(13)], 160, 120)})
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
-    behavior, visibility = (_elements(card) for card in _drawn(browser, tmp_path, records))
-    svgs = [a for tag, a in visibility if tag == "svg"]
+    drawn = _drawn(browser, tmp_path, _cards(samples, media), records)
+    behavior, visibility = (_elements(card) for card in drawn)
+    svgs = [a for tag, a in visibility if tag == "svg" and a["class"] == "timeline"]
     assert [a["data-duration"] for a in svgs] == ["6"]
     rects = [(a["class"].split(), a["data-interval"], a["x"], a["width"])
              for tag, a in visibility if tag == "rect"]  # fmt: skip
@@ -489,5 +532,64 @@ def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -
     assert lines.count("pair") == 1 and lines.count("tick") == 7  # 0..6 s, one a second
     headings = behavior[-1][1]["text"]
     assert "Composite level: 1 matched" in headings and "option set exact" in headings
-    frames = [a["src"] for tag, a in behavior if tag == "img"]
-    assert frames == ["f0.jpg", "f6.jpg"]
+    # Frames 0 and 6 of the sprite sheet: its 1st and 7th 160 x 120 cells.
+    frames = [a["viewbox"] for tag, a in behavior if tag == "svg" and a["class"] == "frame"]
+    assert frames == ["0 0 160 120", "960 0 160 120"]
+    sheets = [(a["href"], a["width"], a["height"]) for tag, a in behavior if tag == "image"]
+    assert sheets == [("v.jpg", "2080", "120")] * 2
+
+
+def test_nearest_frame_is_numpys_first_nearest() -> None:
+    """The strip's frame: the grid frame nearest a start, the first of equals as numpy's argmin
+    picks it (grid times rise; past the video's end the last frame repeats)."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        times = sorted(float(t) for t in np.round(rng.uniform(0, 10, rng.integers(1, 12)), 1))
+        times += [times[-1]] * int(rng.integers(0, 3))
+        media = MediaIndex({}, {"v": ("v.jpg", times, 160, 120)})
+        for start in [*np.round(rng.uniform(-1, 11, 20), 2), *times]:
+            first = int(np.argmin(np.abs(np.asarray(times) - start)))
+            assert media.nearest_frame("v", float(start)) == (first, times[first])
+
+
+def test_scored_pairs_are_the_scorers() -> None:
+    """The explorer's plain-float pairs are the scorer's `_scored_pairs`, value for value and
+    in the same order, ties, touching ends, malformed (NaN) and unbounded gold included."""
+    from dualcog.explorer.matches import scored_pairs
+    from dualcog.scoring.intervals import _scored_pairs
+
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        gold = np.round(rng.uniform(0, 10, (int(rng.integers(0, 5)), 2)), int(rng.integers(0, 3)))
+        gold.sort(axis=1)
+        pred = np.round(rng.uniform(0, 10, (int(rng.integers(0, 5)), 2)), int(rng.integers(0, 3)))
+        pred.sort(axis=1)
+        if len(gold) and rng.random() < 0.2:
+            gold[int(rng.integers(len(gold)))] = rng.choice([np.nan, np.inf])
+        if len(gold) and len(pred) and rng.random() < 0.2:
+            pred[0] = gold[0]  # an exact tie
+        mine = scored_pairs([tuple(r) for r in gold.tolist()], [tuple(r) for r in pred.tolist()])
+        with np.errstate(invalid="ignore"):  # inf - inf in the scorer's matrix: NaN, no pair
+            assert mine == _scored_pairs(gold, pred)
+
+
+def test_interval_lists_are_the_scorers() -> None:
+    """`gold_pairs` / `clipped_pairs` give the scorer's `gold_array` / `clip_predicted`: the
+    same values (NaN for a malformed gold interval), the same invalid count, on plain, odd and
+    out-of-range intervals, with and without a duration."""
+    from dualcog.explorer.matches import clipped_pairs, gold_pairs
+    from dualcog.scoring.intervals import clip_predicted, gold_array
+
+    odd = [None, "1,2", [1.0], [True, 2.0], [1, 2], (0.5, 1.5), np.array([0.25, 0.75]),
+           [2.0, 1.0], [-1.0, 1.0], [1.0, 1.0], [0.0, np.inf], [np.nan, 1.0], [5.0, 6.5],
+           [5.5, 9.0], [7.0, 7.5], [1.0, None]]  # fmt: skip
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        chosen = [odd[int(i)] for i in rng.integers(0, len(odd), int(rng.integers(0, 6)))]
+        chosen += [sorted(rng.uniform(-1, 9, 2).round(2).tolist()) for _ in range(3)]
+        for duration in (6.0, None, math.nan, 0.0):
+            pairs, invalid = clipped_pairs(chosen, duration)
+            array, scorer_invalid = clip_predicted(chosen, duration)
+            assert invalid == scorer_invalid and pairs == [tuple(r) for r in array.tolist()]
+        mine = np.asarray(gold_pairs(chosen), dtype=float).reshape(-1, 2)
+        np.testing.assert_array_equal(mine, gold_array(chosen))  # NaN where NaN

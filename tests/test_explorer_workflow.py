@@ -133,7 +133,7 @@ def test_filter_compare_and_screenshot(
     image_shot = browser.screenshot(tmp_path / "image.png")
     _apply(browser, "task", "landmark_visibility")
     assert browser.evaluate("document.querySelectorAll('#cards svg.timeline').length") == 16
-    assert browser.evaluate("document.querySelectorAll('#cards .strip img').length") > 0
+    assert browser.evaluate("document.querySelectorAll('#cards .strip svg.frame image').length") > 0
     browser.evaluate("document.querySelector('#cards article').scrollIntoView()")
     _settle(browser)
     video_shot = browser.screenshot(tmp_path / "video.png")

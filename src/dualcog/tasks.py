@@ -87,6 +87,12 @@ SCORED_BY_TASK = {task.task: task for task in SCORED_TASKS}
 IMAGE_TASKS: tuple[str, ...] = tuple(k.task for k in REQUEST_KINDS if k.modality == "image")
 VIDEO_TASKS: tuple[str, ...] = tuple(k.task for k in REQUEST_KINDS if k.modality == "video")
 
+# The image task whose prediction is scored against the chosen candidate's own box, and the
+# levels of a behavior answer (scored as composite_behavior and atomic_behavior): here, not in
+# dualcog.scoring, so that the explorer reads them without loading the scorer.
+SELECTED_CANDIDATE_TASK = "future_observation"
+BEHAVIOR_LEVELS = ("composite", "atomic")
+
 IMAGE_DIFFICULTIES = ("4way", "8way")
 VIDEO_DIFFICULTIES = ("easy", "medium", "hard")
 

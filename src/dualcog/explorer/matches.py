@@ -2,30 +2,31 @@
 
 The scorer (`dualcog.scoring`) reports counts per sample; the explorer also needs which gold
 interval matched which prediction. This module runs the scorer's own greedy walk
-(`greedy_walk` over `_scored_pairs`: its tIoU values and tie order), keeping indices, and
-`check_scored` holds the result against the sample's row of the scores table (matched, false
-positive and missed intervals, and the tIoU sum), so what is drawn is what was scored.
+(`greedy_walk`) over the scorer's pairs in its order (`scored_pairs`: `_scored_pairs`'s tIoU
+values, computed with the same float operations on plain floats, and `gold_pairs` /
+`clipped_pairs`: `gold_array` / `clip_predicted` as lists, since numpy's per-call cost on a
+handful of intervals was most of a page's build; tests hold each equal to the scorer's), keeping
+indices, and `check_scored` holds the result against the sample's row of the scores table
+(matched, false positive and missed intervals, and the tIoU sum), so what is drawn is what was
+scored.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from dualcog.errors import DualCogError
 from dualcog.scoring.intervals import (
+    DURATION_SLACK_SEC,
     F1_THRESHOLD,
     IntervalCounts,
-    _scored_pairs,
-    clip_predicted,
-    gold_array,
+    _pair,
     greedy_walk,
     left_to_right_sum,
 )
-from dualcog.scoring.video import LEVELS
+from dualcog.tasks import BEHAVIOR_LEVELS as LEVELS
 
 
 class ExplorerError(DualCogError):
@@ -54,14 +55,75 @@ class ClassMatch:
         return [p for p in range(len(self.pred)) if p not in hit]
 
 
-def _pairs(array: np.ndarray) -> list[tuple[float, float]]:
-    return [(float(s), float(e)) for s, e in array]
+def _plain_pair(value: object) -> tuple[float, float] | None:
+    """The scorer's `_pair`, with the common case (two floats, as Arrow gives them) first."""
+    if type(value) is list and len(value) == 2:
+        s, e = value
+        if type(s) is float and type(e) is float:
+            return s, e
+    return _pair(value)
 
 
-def match_one_class(label: str, gold: np.ndarray, pred: np.ndarray, invalid: int) -> ClassMatch:
-    match = ClassMatch(label, _pairs(gold), _pairs(pred), invalid)
-    if len(gold) and len(pred):
-        pairs = _scored_pairs(gold, pred)
+def gold_pairs(intervals: Iterable | None) -> list[tuple[float, float]]:
+    """`dualcog.scoring.intervals.gold_array` as a list of pairs: gold intervals as released;
+    a malformed one stays, as (NaN, NaN), never matched."""
+    out = []
+    for value in intervals if intervals is not None else ():
+        pair = _plain_pair(value)
+        out.append(pair if pair is not None else (math.nan, math.nan))
+    return out
+
+
+def clipped_pairs(
+    intervals: Iterable | None, duration: float | None
+) -> tuple[list[tuple[float, float]], int]:
+    """`dualcog.scoring.intervals.clip_predicted` as a list of pairs: the valid predicted
+    intervals (finite, 0 <= s < e <= D + DURATION_SLACK_SEC) clipped to [0, D], and how many
+    were invalid; no bound without a known duration."""
+    limit = math.inf if duration is None or not math.isfinite(duration) else duration
+    kept: list[tuple[float, float]] = []
+    invalid = 0
+    for value in intervals if intervals is not None else ():
+        pair = _plain_pair(value)
+        if pair is None:
+            invalid += 1
+            continue
+        s, e = pair
+        if not (math.isfinite(s) and math.isfinite(e) and 0 <= s < e <= limit + DURATION_SLACK_SEC):
+            invalid += 1
+            continue
+        kept.append((min(s, limit), min(e, limit)))
+    return kept, invalid
+
+
+def scored_pairs(
+    gold: Sequence[tuple[float, float]], pred: Sequence[tuple[float, float]]
+) -> list[tuple[float, int, int]]:
+    """`dualcog.scoring.intervals._scored_pairs` on plain floats: (tIoU, gold index, pred
+    index) of every pair with tIoU > 0, tIoU descending, ties by lower gold then lower pred
+    index. Each value is `tiou_matrix`'s, operation for operation: the overlap
+    min(ge, pe) - max(gs, ps), the union (ge - gs) + (pe - ps) - overlap, their quotient; a
+    gold interval holding NaN (malformed) has NaN there, which is never > 0."""
+    pairs = []
+    for g, (gs, ge) in enumerate(gold):
+        if gs != gs or ge != ge:  # NaN
+            continue
+        for p, (ps, pe) in enumerate(pred):
+            inter = (ge if ge < pe else pe) - (gs if gs > ps else ps)
+            if inter > 0:
+                union = (ge - gs) + (pe - ps) - inter
+                if union > 0 and inter / union > 0:
+                    pairs.append((inter / union, g, p))
+    pairs.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return pairs
+
+
+def match_one_class(
+    label: str, gold: list[tuple[float, float]], pred: list[tuple[float, float]], invalid: int
+) -> ClassMatch:
+    match = ClassMatch(label, gold, pred, invalid)
+    if gold and pred:
+        pairs = scored_pairs(gold, pred)
         match.matched = greedy_walk(pairs, F1_THRESHOLD)
         match.overlap = {g: value for g, _, value in greedy_walk(pairs, 0.0)}
     return match
@@ -101,8 +163,8 @@ def visibility_matches(
     gold_intervals: Sequence | None, intervals: Sequence | None, duration: float | None
 ) -> tuple[ClassMatch, IntervalCounts]:
     """Visibility segments as one class, and its counts (check them with `check_scored`)."""
-    gold = gold_array(gold_intervals)
-    pred, invalid = clip_predicted(intervals, duration)
+    gold = gold_pairs(gold_intervals)
+    pred, invalid = clipped_pairs(intervals, duration)
     match = match_one_class("visible", gold, pred, invalid)
     return match, class_counts([match])
 
@@ -137,10 +199,10 @@ def behavior_matches(
     for level in LEVELS:
         classes = []
         for label in list(gold_by[level]) + [k for k in pred_by[level] if k not in gold_by[level]]:
-            gold = gold_array(gold_by[level].get(label))
-            pred, invalid = clip_predicted(pred_by[level].get(label), duration)
+            gold = gold_pairs(gold_by[level].get(label))
+            pred, invalid = clipped_pairs(pred_by[level].get(label), duration)
             if label not in gold_by[level]:  # a class absent from gold: all false positives
-                classes.append(ClassMatch(label, [], _pairs(pred), invalid))
+                classes.append(ClassMatch(label, [], pred, invalid))
             else:
                 classes.append(match_one_class(label, gold, pred, invalid))
         out[level] = classes

@@ -1,5 +1,9 @@
 """Explorer media: small thumbnails of every still image and a frame grid of every video.
 
+A video's grid frames are one sprite sheet (one JPEG, the frames side by side in time order):
+one encode and one file per video instead of one per frame; the page shows frame k as the
+sheet's k-th FRAME_SIZE cell.
+
 Made once for all models (the per-model pages only reference them), from the source images
 and videos: a run whose models send no media prepares none (a backend's `sends_media` in
 dualcog.backends), so the explorer does not wait on the media store. Files live under
@@ -39,6 +43,11 @@ MAX_FRAMES = 48
 # (PSNR about 45 dB between them, 38 dB between a thumbnail and its unencoded pixels);
 # docs/performance.md, "The explorer's thumbnails".
 THUMB_FILTER = Image.Resampling.BILINEAR
+# Draft mode decodes a JPEG at the smallest 1/2, 1/4 or 1/8 scale still at least the size
+# asked. Within DRAFT_SLACK of it on each side (an 800 x 600 source: 400 x 300 for 320 x 240)
+# that decode is the thumbnail as it is: the page scales it the rest of the way, and the
+# bilinear step cost a third of a thumbnail's CPU (docs/performance.md, "Explorer, 2 Dec").
+DRAFT_SLACK = 1.25
 
 MEDIA_COLUMNS = ["kind", "source", "files", "times", "width", "height"]
 
@@ -47,10 +56,16 @@ MEDIA_COLUMNS = ["kind", "source", "files", "times", "width", "height"]
 class MediaRow:
     kind: str  # image | video
     source: str  # resolved source path, as in samples.media
-    files: list[str]  # paths relative to the explorer folder
-    times: list[float]  # video: seconds of each grid frame; image: empty
-    width: int  # thumbnail (image) or frame (video) size in pixels
+    files: list[str]  # paths relative to the explorer folder: the thumbnail, or the sprite sheet
+    times: list[float]  # video: seconds of each grid frame (frame k: the sheet's cell k)
+    width: int  # thumbnail (image) or one frame's (video) size in pixels
     height: int
+
+
+def _encoded(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=THUMB_QUALITY)
+    return buffer.getvalue()
 
 
 def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, int]]:
@@ -58,9 +73,7 @@ def _jpeg(image: Image.Image, size: tuple[int, int]) -> tuple[bytes, tuple[int, 
     fitted = fit_size(image.width, image.height, *size)
     if fitted != image.size:
         image = image.resize(fitted, THUMB_FILTER)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=THUMB_QUALITY)
-    return buffer.getvalue(), image.size
+    return _encoded(image), image.size
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -84,11 +97,13 @@ def _write(path: Path, data: bytes) -> None:
 def image_thumbnail(source: str, folder: Path, size: tuple[int, int] = THUMB_SIZE) -> MediaRow:
     """Thumbnail of the source image within `size` (raises `UnreadableMedia` when it does not
     decode)."""
-    name = hashlib.sha256(f"explorer-thumb-1\x1f{source}".encode()).hexdigest()[:32]
+    name = hashlib.sha256(f"explorer-thumb-2\x1f{source}".encode()).hexdigest()[:32]
     relative = f"media/{name[:2]}/{name}.jpg"
     try:
         with Image.open(source) as image:
             image.draft("RGB", size)  # JPEG decode at reduced scale: much less work
+            if image.width <= size[0] * DRAFT_SLACK and image.height <= size[1] * DRAFT_SLACK:
+                size = image.size
             data, size = _jpeg(image, size)
     except DECODE_ERRORS as exc:
         raise UnreadableMedia(source, f"image does not decode ({exc})") from exc
@@ -115,10 +130,11 @@ def _small(frame, size: tuple[int, int], reformatter) -> Image.Image:
 
 
 def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
-    """One streaming decode of `source`; the frame nearest each grid time becomes a thumbnail.
+    """One streaming decode of `source`; the frame nearest each grid time becomes a cell of
+    the video's sprite sheet.
 
-    Only the previous frame is held, so memory does not grow with the video's length. Raises
-    `UnreadableMedia` when the video does not open or decode.
+    Only the previous decoded frame and the small cells are held, so memory does not grow
+    with the video's length. Raises `UnreadableMedia` when the video does not open or decode.
     """
     import av
 
@@ -139,18 +155,13 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
     if duration is None or math.isnan(duration) or duration <= 0:  # unknown
         duration = video_timestamp_span(source)
     targets = grid_times(float(duration))
-    base = hashlib.sha256(f"explorer-frames-1\x1f{source}".encode()).hexdigest()[:24]
-    files: list[str] = []
+    name = hashlib.sha256(f"explorer-frames-2\x1f{source}".encode()).hexdigest()[:24]
+    cells: list[Image.Image] = []
     stamps: list[float] = []
-    size = FRAME_SIZE
     reformatter = VideoReformatter()
 
     def keep(frame, time: float) -> None:
-        nonlocal size
-        data, size = _jpeg(_small(frame, FRAME_SIZE, reformatter), FRAME_SIZE)
-        relative = f"media/frames/{base[:2]}/{base}_{len(files):03d}.jpg"
-        _write(folder / relative, data)
-        files.append(relative)
+        cells.append(_small(frame, FRAME_SIZE, reformatter))
         stamps.append(round(time, 3))
 
     with av.open(source) as container:
@@ -167,19 +178,25 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
             start = time if start is None else start
             time -= start
             # Times rise, so a target's nearest frame is the last one before the distance grows.
-            while previous and len(files) < len(targets):
-                target = targets[len(files)]
+            while previous and len(cells) < len(targets):
+                target = targets[len(cells)]
                 if abs(time - target) < abs(previous[0] - target):
                     break
                 keep(previous[1], previous[0])
-            if len(files) == len(targets):
+            if len(cells) == len(targets):
                 break
             previous = (time, frame)
         if previous is None:
             raise UnreadableMedia(source, "video has no decodable frames")
-        while len(files) < len(targets):  # targets past the last frame: the last frame
+        while len(cells) < len(targets):  # targets past the last frame: the last frame
             keep(previous[1], previous[0])
-    return MediaRow("video", source, files, stamps, *size)
+    width, height = cells[0].size  # every frame of a stream scales to the same size
+    sheet = Image.new("RGB", (width * len(cells), height))
+    for k, cell in enumerate(cells):
+        sheet.paste(cell, (k * width, 0))
+    relative = f"media/frames/{name[:2]}/{name}.jpg"
+    _write(folder / relative, _encoded(sheet))
+    return MediaRow("video", source, [relative], stamps, width, height)
 
 
 def shown_images(samples: pd.DataFrame) -> dict[str, tuple[int, int]]:

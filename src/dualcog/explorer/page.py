@@ -2,12 +2,16 @@
 
 Layout under the explorer folder (all relative, so the folder works offline and moved whole):
   <model>.html             CSS, script and the compact filter index inlined
-  data/<model>/cNNNNN.js   the samples' records (explorer.records) as JSON, CHUNK_SIZE per
-                           file, loaded per page; the page's script draws their cards
+  samples/cNNNNN.js        each sample's card as every model shows it (explorer.records'
+                           `sample_cards`: id, question, images, options, gold), CHUNK_SIZE per
+                           file, written once for all pages
+  data/<model>/cNNNNN.js   the model's records (explorer.records' `sample_records`: its answer,
+                           parse, scores, boxes and matches) as JSON, the same chunking
   media/...                thumbnails and frame grids shared by all models (explorer.media)
 Chunk numbers follow the benchmark's sample order, the same for every model, so the compare
-view loads the same chunk of a second model. The cards are drawn in the browser with DOM calls
-(text as text nodes, values as attributes), so writing a page is one `json.dumps` per chunk.
+view loads the same chunk of a second model. The page's script joins a sample's card with a
+model's record and draws it with DOM calls (text as text nodes, values as attributes), so
+writing a page is one `json.dumps` per chunk.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from urllib.parse import quote
 
 import markupsafe
 
-from dualcog.explorer.records import RAW_TEXT_LIMIT
+from dualcog.explorer.records import RAW_TEXT_LIMIT, without_cyclic_gc
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
 from dualcog.stamp import stamp_rows
 from dualcog.tasks import (
@@ -74,8 +78,9 @@ def _options(pairs: Sequence[tuple[str, str]]) -> str:
     return "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in pairs)
 
 
-# Record keys no card shows: left out of the chunks.
-UNSHOWN_KEYS = frozenset({"scene", "landmark", "chosen", "pred_box", "count_correct"})
+# Record keys no card shows (or that the sample's card carries): left out of the chunks.
+UNSHOWN_KEYS = frozenset({"id", "task", "difficulty", "pred_box", "count_correct"})
+SAMPLES_FOLDER = "samples"  # beside the pages: the sample cards' chunks
 
 
 def task_titles() -> dict[str, str]:
@@ -109,18 +114,28 @@ def task_filters(present: Sequence[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _entry(record, tasks, difficulties) -> list[int] | None:
-    if record is None:
-        return None
-    outcomes = list(record["outcomes"].values())
-    return [
-        tasks.index(record["task"]),
-        difficulties.index(record["difficulty"]) if record["difficulty"] in difficulties else -1,
-        STAGES.index(record["stage"]) if record["stage"] in STAGES else -1,
-        outcomes[0],
-        outcomes[1] if len(outcomes) > 1 else -1,  # behavior: atomic level
-        OUTCOMES.index(record["result"]) if record.get("result") in OUTCOMES else -1,
-    ]
+def _entries(records, tasks, difficulties) -> list[list[int] | None]:
+    """Each record's filter entry: task, difficulty, stage, first and second outcome slots,
+    request outcome (positions in the index's lists; -1: none)."""
+    task_at = {t: i for i, t in enumerate(tasks)}
+    difficulty_at = {d: i for i, d in enumerate(difficulties)}
+    stage_at = {s: i for i, s in enumerate(STAGES)}
+    result_at = {o: i for i, o in enumerate(OUTCOMES)}
+    entries: list[list[int] | None] = []
+    for record in records:
+        if record is None:
+            entries.append(None)
+            continue
+        outcomes = list(record["outcomes"].values())
+        entries.append([
+            task_at[record["task"]],
+            difficulty_at.get(record["difficulty"], -1),
+            stage_at.get(record["stage"], -1),
+            outcomes[0],
+            outcomes[1] if len(outcomes) > 1 else -1,  # behavior: atomic level
+            result_at.get(record.get("result"), -1),
+        ])  # fmt: skip
+    return entries
 
 
 @dataclass(frozen=True)
@@ -146,10 +161,16 @@ def _json_for_script(value: Any) -> str:
 
 def chunk_records(records: Sequence[Mapping | None]) -> list[dict | None]:
     """The records as a chunk carries them: what the cards show, nothing else."""
-    return [
-        None if r is None else {k: v for k, v in r.items() if k not in UNSHOWN_KEYS}
-        for r in records
-    ]
+    shown: list[dict | None] = []
+    for record in records:
+        if record is None:
+            shown.append(None)
+            continue
+        record = dict(record)  # a copy less a few keys: cheaper than a filtered dict per record
+        for key in UNSHOWN_KEYS.intersection(record):
+            del record[key]
+        shown.append(record)
+    return shown
 
 
 def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> str:
@@ -157,6 +178,28 @@ def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> 
     text is a JavaScript expression; its strings cannot end the call)."""
     data = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
     return f"dualcogChunk({json.dumps(model)},{number},{data});\n"
+
+
+def cards_script(number: int, cards: Sequence[Mapping]) -> str:
+    """One chunk of sample cards: a call of the page's `dualcogSamples`."""
+    data = json.dumps(cards, ensure_ascii=False, separators=(",", ":"))
+    return f"dualcogSamples({number},{data});\n"
+
+
+def write_sample_cards(cards: Sequence[Mapping], folder: str | Path) -> list[Path]:
+    """Write the sample cards (`sample_cards`, all samples in the benchmark's order) as the
+    chunks every model's page loads from `samples/` beside it; stale chunks are removed."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("c*.js"):
+        old.unlink()
+    paths = []
+    for number in range(math.ceil(len(cards) / CHUNK_SIZE)):
+        path = folder / f"c{number:05d}.js"
+        part = cards[number * CHUNK_SIZE : (number + 1) * CHUNK_SIZE]
+        path.write_text(cards_script(number, part), encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 def _titles() -> dict[str, Any]:
@@ -176,6 +219,11 @@ def write_explorer(
     label: str | None = None,
 ) -> ExplorerFiles:
     """Write the model's page and its card chunks; stale chunks in `data_dir` are removed."""
+    with without_cyclic_gc():  # a copy of each record for its chunk: plain trees again
+        return _write_explorer(model, records, page_path, data_dir, all_models, stamp, label)
+
+
+def _write_explorer(model, records, page_path, data_dir, all_models, stamp, label):
     page_path, data_dir = Path(page_path), Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     for old in data_dir.glob("c*.js"):
@@ -189,12 +237,14 @@ def write_explorer(
         path = data_dir / f"c{number:05d}.js"
         path.write_text(chunk_script(model, number, part), encoding="utf-8")
         chunk_paths.append(path)
-    present = [k.task for k in REQUEST_KINDS if any(r and r["task"] == k.task for r in records)]
+    run_tasks = {r["task"] for r in records if r}
+    present = [k.task for k in REQUEST_KINDS if k.task in run_tasks]
     difficulties = list(IMAGE_DIFFICULTIES + VIDEO_DIFFICULTIES)
     filters = task_filters(present)
     titles = task_titles()
     index = {
         "model": model,
+        "samples": SAMPLES_FOLDER,
         "chunk_size": CHUNK_SIZE,
         "page_size": PAGE_SIZE,
         "tasks": present,
@@ -203,7 +253,7 @@ def write_explorer(
         "results": list(OUTCOMES),
         "task_filters": filters,
         "titles": _titles(),
-        "entries": [_entry(r, present, difficulties) for r in records],
+        "entries": _entries(records, present, difficulties),
     }
     used_difficulties = {r["difficulty"] for r in records if r}
     task_choices = [

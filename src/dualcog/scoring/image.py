@@ -25,9 +25,9 @@ from dualcog.scoring.columns import (
 )
 from dualcog.scoring.geometry import _as_list_array, box_iou, boxes_to_array
 from dualcog.scoring.row_source import RowSource
+from dualcog.tasks import SELECTED_CANDIDATE_TASK
 
 IOU_HIT = 0.5
-SELECTED_CANDIDATE_TASK = "future_observation"
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ from dualcog.scoring.intervals import (
     match_classes,
 )
 from dualcog.scoring.row_source import RowSource, interval_items
+from dualcog.tasks import BEHAVIOR_LEVELS
 
-LEVELS = ("composite", "atomic")
+LEVELS = BEHAVIOR_LEVELS
 TASK_OF_LEVEL = {"composite": "composite_behavior", "atomic": "atomic_behavior"}
 EVIDENCE_F1 = 0.5
 

@@ -1,7 +1,8 @@
-// Filters the embedded sample index, loads only the card chunks of the page shown, and draws
-// their cards. A chunk carries the samples' records as data (dualcog.explorer.records); every
-// value reaches the page through textContent or setAttribute, never as markup, so a model's
-// answer or name can only ever show as text.
+// Filters the embedded sample index, loads only the chunks of the page shown, and draws their
+// cards. A sample's card (samples/, the same for every model) and a model's record of it
+// (data/<model>/) are data (dualcog.explorer.records), joined here; every value reaches the
+// page through textContent or setAttribute, never as markup, so a model's answer or name can
+// only ever show as text.
 (function () {
   "use strict";
   const index = JSON.parse(document.getElementById("explorer-index").textContent);
@@ -11,6 +12,8 @@
   const summary = document.getElementById("summary");
   const chunks = {}; // model -> chunk number -> Promise of [record | null]
   const waiting = {}; // "model/chunk" -> resolve function
+  const cardChunks = {}; // chunk number -> Promise of [card]
+  const waitingCards = {}; // chunk number -> resolve function
   const OUTCOMES = { both: 3, answer: 1, box: 2, neither: 0 };
   const FILTERS = ["task", "difficulty", "outcome", "result", "stage", "compare"];
   const SVG = "http://www.w3.org/2000/svg";
@@ -19,6 +22,9 @@
   window.dualcogChunk = function (model, number, records) {
     const key = model + "/" + number;
     if (waiting[key]) { waiting[key](records); delete waiting[key]; }
+  };
+  window.dualcogSamples = function (number, cards) {
+    if (waitingCards[number]) { waitingCards[number](cards); delete waitingCards[number]; }
   };
 
   // --- drawing: elements from data, text as text -------------------------------------------
@@ -184,9 +190,13 @@
     });
     if (r.strip && r.strip.length) {
       parts.push(h("div", { class: "strip" }, r.strip.map(function (f) {
+        // Frame f.frame of the video's sprite sheet: the sheet's cell shown through a viewBox.
         return h("figure", null, [
-          h("img", { loading: "lazy", src: f.file, width: 160, height: 120,
-            alt: "frame at " + f.time + " s" }),
+          s("svg", { class: "frame", "data-frame": f.frame, role: "img", width: 160, height: 120,
+            viewBox: (f.frame * f.width) + " 0 " + f.width + " " + f.height,
+            "aria-label": "frame at " + f.time + " s" }, [
+            s("image", { href: f.file, x: 0, y: 0, width: f.frames * f.width, height: f.height }),
+          ]),
           h("figcaption", null, [f.label + " starts " + fixed(f.start, 2) + " s (frame " +
             fixed(f.time, 2) + " s)"]),
         ]);
@@ -244,11 +254,31 @@
     return card;
   }
 
-  function drawCell(records, position, model) {
+  // A model's record on its sample's card: the card's images with the model's boxes, its
+  // options marked where the model chose them.
+  function joined(card, record) {
+    const r = Object.assign({}, card, record);
+    if (card.images) {
+      r.images = card.images.map(function (im, i) {
+        return Object.assign({}, im, { boxes: (record.boxes && record.boxes[i]) || [] });
+      });
+    }
+    if (card.options) {
+      const chosen = record.chosen || [];
+      r.options = card.options.map(function (o) {
+        return Object.assign({}, o, { chosen: chosen.indexOf(o.id) >= 0 });
+      });
+    }
+    return r;
+  }
+
+  function drawCell(cards, records, position, model) {
     const record = records && records[position % index.chunk_size];
+    const card = cards && cards[position % index.chunk_size];
     if (!record) return h("div", { class: "missing-card" }, ["not run by this model"]);
     try {
-      return drawCard(record, model);
+      if (!card) throw new Error("no sample card");
+      return drawCard(joined(card, record), model);
     } catch (error) { // a malformed record: say so in its place, draw the others
       console.warn("explorer: card " + position + " of " + model + ": " + error);
       return h("div", { class: "missing-card" }, ["this card could not be drawn"]);
@@ -259,6 +289,19 @@
 
   function chunkUrl(model, number) {
     return "data/" + encodeURIComponent(model) + "/c" + String(number).padStart(5, "0") + ".js";
+  }
+
+  function loadCards(number) {
+    if (!cardChunks[number]) {
+      cardChunks[number] = new Promise(function (resolve) {
+        waitingCards[number] = resolve;
+        const script = document.createElement("script");
+        script.src = index.samples + "/c" + String(number).padStart(5, "0") + ".js";
+        script.onerror = function () { resolve(null); };
+        document.head.appendChild(script);
+      });
+    }
+    return cardChunks[number];
   }
 
   function loadChunk(model, number) {
@@ -341,20 +384,23 @@
     const models = [index.model].concat(state.compare ? [state.compare] : []);
     const token = ++renderToken;
     const loads = [];
+    const numbers = new Set(shown.map(function (p) { return Math.floor(p / index.chunk_size); }));
+    numbers.forEach(function (n) { loads.push(loadCards(n)); });
     models.forEach(function (model) {
-      new Set(shown.map(function (p) { return Math.floor(p / index.chunk_size); }))
-        .forEach(function (n) { loads.push(loadChunk(model, n)); });
+      numbers.forEach(function (n) { loads.push(loadChunk(model, n)); });
     });
     Promise.all(loads).then(function () {
       if (token !== renderToken) return;
       return Promise.all(shown.map(function (position) {
         const n = Math.floor(position / index.chunk_size);
-        return Promise.all(models.map(function (model) { return loadChunk(model, n); }));
+        return Promise.all([loadCards(n)].concat(models.map(function (model) {
+          return loadChunk(model, n);
+        })));
       })).then(function (loaded) {
         if (token !== renderToken) return;
         const drawn = loaded.map(function (got, i) {
-          const cells = got.map(function (records, m) {
-            return drawCell(records, shown[i], models[m]);
+          const cells = got.slice(1).map(function (records, m) {
+            return drawCell(got[0], records, shown[i], models[m]);
           });
           return cells.length > 1 ? h("div", { class: "pair-row" }, cells) : cells[0];
         });
