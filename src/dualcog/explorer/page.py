@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-import markupsafe
+import jinja2
 
 from dualcog.explorer.records import RAW_TEXT_LIMIT, without_cyclic_gc
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
@@ -52,30 +50,15 @@ BOX_TITLES = {"gold": "gold", "pred": "predicted", "scored-against": "chosen can
 VIDEO_FAMILY = ("behavior", "landmark_visibility")
 
 
-TEMPLATES = Path(__file__).with_name("templates")
-_SLOT = re.compile(r"\{\{ (\w+) \}\}")
-
-
-def _fill(template: str, values: Mapping[str, str]) -> str:
-    """`{{ name }}` slots filled in one pass (a value is never read for slots itself); every
-    value is HTML already, each piece of text in it escaped by the caller."""
-    return _SLOT.sub(lambda found: values[found.group(1)], template)
-
-
-def escape(text: str) -> str:
-    """HTML-escaped text (& < > " ', as the leaderboard's Jinja2 autoescape writes them)."""
-    return str(markupsafe.escape(text))
-
-
-def _model_link(model: str, current: bool) -> str:
-    if current:
-        return f"<b>{escape(model)}</b>"
-    href = escape(quote(model, safe="/"))
-    return f'<a class="model-link" href="{href}.html">{escape(model)}</a>'
-
-
-def _options(pairs: Sequence[tuple[str, str]]) -> str:
-    return "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in pairs)
+def _environment() -> jinja2.Environment:
+    """The page template's environment: every value autoescaped (a model's name, a stamp
+    field), the CSS and script included as they are (they hold no template syntax)."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("dualcog.explorer", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
 
 
 # Record keys no card shows (or that the sample's card carries): left out of the chunks.
@@ -260,29 +243,22 @@ def _write_explorer(model, records, page_path, data_dir, all_models, stamp, labe
         (t, titles.get(t, t) + (f" ({TASK_ABBREVIATIONS[t]})" if t in TASK_ABBREVIATIONS else ""))
         for t in filters
     ]
-    rows = stamp_rows(stamp) if stamp else []
-    html = _fill(
-        (TEMPLATES / "page.html").read_text(encoding="utf-8"),
-        {
-            "css": (TEMPLATES / "explorer.css").read_text(encoding="utf-8"),
-            "js": (TEMPLATES / "explorer.js").read_text(encoding="utf-8"),
-            "model": escape(model),
-            "model_label": escape(label or model),
-            "task_options": _options(task_choices),
-            "difficulty_options": _options(
-                [(d, d) for d in difficulties if d in used_difficulties]
-            ),
-            "result_options": _options([(o, OUTCOME_TITLES[o]) for o in OUTCOMES]),
-            "stage_options": _options([(s, s) for s in STAGES]),
-            "compare_options": _options([(m, m) for m in all_models if m != model]),
-            "model_links": " · ".join(_model_link(m, m == model) for m in all_models),
-            "stamp_rows": "".join(
-                f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in rows
-            )
-            or "<tr><td>no stamp</td></tr>",  # fmt: skip
-            "page_size": str(PAGE_SIZE),
-            "index_json": _json_for_script(index),
-        },
+    html = (
+        _environment()
+        .get_template("page.html.j2")
+        .render(
+            model=model,
+            model_label=label or model,
+            all_models=list(all_models),
+            task_options=task_choices,
+            difficulty_options=[(d, d) for d in difficulties if d in used_difficulties],
+            result_options=[(o, OUTCOME_TITLES[o]) for o in OUTCOMES],
+            stage_options=[(s, s) for s in STAGES],
+            compare_options=[(m, m) for m in all_models if m != model],
+            stamp_rows=stamp_rows(stamp) if stamp else [],
+            page_size=PAGE_SIZE,
+            index_json=_json_for_script(index),
+        )
     )
     page_path.parent.mkdir(parents=True, exist_ok=True)
     page_path.write_text(html, encoding="utf-8")
