@@ -8,7 +8,12 @@ without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.run
 import pyarrow.compute as pc  # noqa: E402
 
 from dualcog.schemas import METRICS, read_arrow, write_table  # noqa: E402
-from dualcog.scoring import SCORES, model_metrics_table, score_tables  # noqa: E402
+from dualcog.scoring import (  # noqa: E402
+    SCORED_SAMPLE_COLUMNS,
+    SCORES,
+    model_metrics_table,
+    score_tables,
+)
 from dualcog.stats import (  # noqa: E402
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
@@ -17,12 +22,16 @@ from dualcog.stats import (  # noqa: E402
 )
 from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
 
+# What scoring and the clusters read of the samples: not their prompts and media lists (most
+# of the file's bytes).
+SAMPLE_COLUMNS = list(dict.fromkeys([*SCORED_SAMPLE_COLUMNS, *CLUSTER_COLUMNS]))
+
 
 def main(sm):
     model = sm.wildcards.model
     settings = BootstrapSettings.from_config(sm.params.bootstrap)
     parsed = read_arrow(sm.input.parsed)
-    every = read_arrow(sm.input.samples)
+    every = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     samples = every.filter(pc.is_in(every["task"], pc.unique(parsed["task"])))
     scores = score_tables(samples, parsed)
     write_table(scores, SCORES, sm.output.scores)

@@ -125,6 +125,33 @@ def test_hand_computed_replicates_and_percentiles():
     assert defined[0] == 4
 
 
+def test_percentiles_equal_nanquantile_column_by_column_bit_for_bit():
+    """Columns without NaN go through np.quantile along the axis at once; every column's
+    bounds are exactly those np.nanquantile gives that column on its own."""
+    rng = np.random.default_rng(3)
+    for rows, columns in ((1, 5), (2, 7), (999, 40), (1000, 393)):
+        values = rng.random((rows, columns))
+        values[:, ::7] = np.round(values[:, ::7], 1)  # ties
+        values[:, 1::9] = 0.25  # constant columns
+        values[rng.random((rows, columns)) < 0.05] = np.nan  # undefined replicates
+        values[:, 2::11] = np.nan  # never defined
+        if columns > 5:
+            values[:, 3] = np.inf  # an infinite value is not defined but still ordered
+        for level in (0.95, 0.5, 0.999):
+            with np.errstate(invalid="ignore"):  # inf - inf in the interpolation: NaN
+                low, high, defined = percentile_interval(values, level)
+            tail = (1 - level) / 2
+            for j in range(columns):
+                column = values[:, j]
+                assert defined[j] == np.isfinite(column).sum()
+                if np.isnan(column).all():
+                    assert np.isnan(low[j]) and np.isnan(high[j])
+                    continue
+                with np.errstate(invalid="ignore"):
+                    expected = np.nanquantile(column, [tail, 1 - tail])
+                assert np.array_equal([low[j], high[j]], expected, equal_nan=True), (rows, j)
+
+
 def test_undefined_replicates_are_left_out_and_counted():
     samples, parsed = _image_world()
     # The 8way stratum lives in lm1 only; a replicate without lm1 has no 8way sample.
