@@ -19,6 +19,7 @@ from dualcog.stats import (  # noqa: E402
     BootstrapSettings,
     build_clusters,
     model_intervals_table,
+    weights_from_table,
 )
 from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
 
@@ -43,7 +44,10 @@ def main(sm):
     # Clusters of the whole benchmark (every model draws the same replicates), not only of
     # the tasks this run was scored on.
     clusters = build_clusters(every.select(CLUSTER_COLUMNS))
-    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs)
+    # The replicates drawn once for every model (rule bootstrap_weights), not again here.
+    weights = weights_from_table(read_arrow(sm.input.weights), clusters, settings.replicates,
+                                 settings.seed)  # fmt: skip
+    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs, weights)
     log.info("%d intervals, %d replicates, seed %d", intervals.num_rows, settings.replicates,
              settings.seed)  # fmt: skip
     write_table(intervals, CONFIDENCE_INTERVALS, sm.output.intervals)

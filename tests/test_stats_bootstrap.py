@@ -25,6 +25,9 @@ from dualcog.stats import (
     model_intervals,
     percentile_interval,
     replicate_weights,
+    replicate_weights_table,
+    weights_from_table,
+    weights_metadata,
 )
 
 GOLD = (0.2, 0.2, 0.6, 0.6)
@@ -99,6 +102,36 @@ def test_replicate_weights_redraw_each_modality_to_its_size_and_are_seeded():
     assert (weights[:, :3].sum(axis=1) == 3).all() and (weights[:, 3:].sum(axis=1) == 2).all()
     assert np.array_equal(weights, replicate_weights((3, 2), replicates=50, seed=9))
     assert not np.array_equal(weights, replicate_weights((3, 2), replicates=50, seed=10))
+
+
+def test_replicate_weights_file_gives_back_the_draw_and_refuses_a_stale_one(tmp_path):
+    """The `bootstrap_weights` job's file holds exactly the weights each `score` job drew
+    before; one drawn for other clusters, another seed or replicate count is an error."""
+    from dualcog.schemas import read_arrow, write_table
+    from dualcog.stats import REPLICATE_WEIGHTS
+
+    samples, _ = _image_world()
+    clusters = build_clusters(samples)
+    settings = BootstrapSettings(replicates=40, seed=5)
+    weights = settings.weights(clusters)
+    path = tmp_path / "weights.parquet"
+    metadata = weights_metadata(clusters.group_sizes, settings.seed)
+    write_table(replicate_weights_table(weights), REPLICATE_WEIGHTS, path, metadata)
+    table = read_arrow(path)
+    back = weights_from_table(table, clusters, settings.replicates, settings.seed)
+    assert back.dtype == np.float64 and np.array_equal(back, weights)
+    large = replicate_weights((700, 1200), replicates=3, seed=0)  # counts above 255
+    assert np.array_equal(
+        replicate_weights_table(large)["counts"].combine_chunks().flatten().to_numpy(),
+        large.ravel(),
+    )
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, clusters, settings.replicates, seed=6)
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, clusters, 41, settings.seed)
+    other = build_clusters(samples.iloc[:1])
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, other, settings.replicates, settings.seed)
 
 
 def test_hand_computed_replicates_and_percentiles():
