@@ -13,6 +13,24 @@ rule pairs:
         "../scripts/pairs.py"
 
 
+# The bootstrap's seeded replicate weights: the same for every model, so drawn once (a tenth
+# to a fifth of a CPU second at the paper's scale) rather than in each `score` job.
+rule bootstrap_weights:
+    input:
+        "results/benchmark/samples.parquet",
+    output:
+        "results/benchmark/bootstrap_weights.parquet",
+    log:
+        "results/logs/bootstrap_weights.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        bootstrap=config["bootstrap"],
+        version=STATS_VERSION,
+    script:
+        "../scripts/bootstrap_weights.py"
+
+
 # Scores, metrics and the metrics' bootstrap intervals of one model run, in one job: scoring
 # takes milliseconds, a separate job a start-up per model (docs/decisions.md). A change of the
 # bootstrap settings reruns this job (its params) and what reads its outputs.
@@ -20,6 +38,7 @@ rule score:
     input:
         samples="results/benchmark/samples.parquet",
         pairs="results/benchmark/pairs.parquet",
+        weights="results/benchmark/bootstrap_weights.parquet",
         parsed="results/parsed/{model}.parquet",
     output:
         scores="results/scores/{model}.parquet",

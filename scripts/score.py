@@ -8,21 +8,31 @@ without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.run
 import pyarrow.compute as pc  # noqa: E402
 
 from dualcog.schemas import METRICS, read_arrow, write_table  # noqa: E402
-from dualcog.scoring import SCORES, model_metrics_table, score_tables  # noqa: E402
+from dualcog.scoring import (  # noqa: E402
+    SCORED_SAMPLE_COLUMNS,
+    SCORES,
+    model_metrics_table,
+    score_tables,
+)
 from dualcog.stats import (  # noqa: E402
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
     build_clusters,
     model_intervals_table,
+    weights_from_table,
 )
 from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
+
+# What scoring and the clusters read of the samples: not their prompts and media lists (most
+# of the file's bytes).
+SAMPLE_COLUMNS = list(dict.fromkeys([*SCORED_SAMPLE_COLUMNS, *CLUSTER_COLUMNS]))
 
 
 def main(sm):
     model = sm.wildcards.model
     settings = BootstrapSettings.from_config(sm.params.bootstrap)
     parsed = read_arrow(sm.input.parsed)
-    every = read_arrow(sm.input.samples)
+    every = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     samples = every.filter(pc.is_in(every["task"], pc.unique(parsed["task"])))
     scores = score_tables(samples, parsed)
     write_table(scores, SCORES, sm.output.scores)
@@ -34,7 +44,10 @@ def main(sm):
     # Clusters of the whole benchmark (every model draws the same replicates), not only of
     # the tasks this run was scored on.
     clusters = build_clusters(every.select(CLUSTER_COLUMNS))
-    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs)
+    # The replicates drawn once for every model (rule bootstrap_weights), not again here.
+    weights = weights_from_table(read_arrow(sm.input.weights), clusters, settings.replicates,
+                                 settings.seed)  # fmt: skip
+    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs, weights)
     log.info("%d intervals, %d replicates, seed %d", intervals.num_rows, settings.replicates,
              settings.seed)  # fmt: skip
     write_table(intervals, CONFIDENCE_INTERVALS, sm.output.intervals)

@@ -364,8 +364,18 @@ def test_score_job_never_imports_pandas_and_writes_the_library_results(tmp_path:
         "pairs": _write(schemas.to_table(pairs, PAIRS), PAIRS, tmp_path / "pairs.parquet"),
         "parsed": _write(schemas.to_table(parsed, schemas.PARSED), schemas.PARSED,
                          tmp_path / "parsed.parquet"),
+        "weights": str(tmp_path / "weights.parquet"),
     }  # fmt: skip
     bootstrap = {"replicates": 120, "seed": 7, "level": 0.9}
+    weights_job = {
+        "script": str(REPO / "scripts/bootstrap_weights.py"),
+        "config": {},
+        "wildcards": {},
+        "input": {"samples": inputs["samples"]},
+        "output": [inputs["weights"]],
+        "params": {"version": "s", "bootstrap": bootstrap},
+        "log": str(tmp_path / "bootstrap_weights.log"),
+    }
     out = {name: str(tmp_path / f"{name}.parquet") for name in ("scores", "metrics", "intervals")}
     job = {
         "script": str(REPO / "scripts/score.py"),
@@ -376,7 +386,7 @@ def test_score_job_never_imports_pandas_and_writes_the_library_results(tmp_path:
         "params": {"version": "v", "stats_version": "s", "bootstrap": bootstrap},
         "log": str(tmp_path / "score.log"),
     }
-    loaded = run_jobs(tmp_path, [job])
+    loaded = run_jobs(tmp_path, [weights_job, job])
     assert "pandas" not in loaded[job["log"]]
 
     scores = score_samples(samples, parsed)

@@ -25,6 +25,9 @@ from dualcog.stats import (
     model_intervals,
     percentile_interval,
     replicate_weights,
+    replicate_weights_table,
+    weights_from_table,
+    weights_metadata,
 )
 
 GOLD = (0.2, 0.2, 0.6, 0.6)
@@ -101,6 +104,36 @@ def test_replicate_weights_redraw_each_modality_to_its_size_and_are_seeded():
     assert not np.array_equal(weights, replicate_weights((3, 2), replicates=50, seed=10))
 
 
+def test_replicate_weights_file_gives_back_the_draw_and_refuses_a_stale_one(tmp_path):
+    """The `bootstrap_weights` job's file holds exactly the weights each `score` job drew
+    before; one drawn for other clusters, another seed or replicate count is an error."""
+    from dualcog.schemas import read_arrow, write_table
+    from dualcog.stats import REPLICATE_WEIGHTS
+
+    samples, _ = _image_world()
+    clusters = build_clusters(samples)
+    settings = BootstrapSettings(replicates=40, seed=5)
+    weights = settings.weights(clusters)
+    path = tmp_path / "weights.parquet"
+    metadata = weights_metadata(clusters.group_sizes, settings.seed)
+    write_table(replicate_weights_table(weights), REPLICATE_WEIGHTS, path, metadata)
+    table = read_arrow(path)
+    back = weights_from_table(table, clusters, settings.replicates, settings.seed)
+    assert back.dtype == np.float64 and np.array_equal(back, weights)
+    large = replicate_weights((700, 1200), replicates=3, seed=0)  # counts above 255
+    assert np.array_equal(
+        replicate_weights_table(large)["counts"].combine_chunks().flatten().to_numpy(),
+        large.ravel(),
+    )
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, clusters, settings.replicates, seed=6)
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, clusters, 41, settings.seed)
+    other = build_clusters(samples.iloc[:1])
+    with pytest.raises(DataError, match="rerun"):
+        weights_from_table(table, other, settings.replicates, settings.seed)
+
+
 def test_hand_computed_replicates_and_percentiles():
     samples, parsed = _image_world()
     # Clusters in order lm1 (a1 correct, a2 wrong), lm2 (b1 correct).
@@ -123,6 +156,33 @@ def test_hand_computed_replicates_and_percentiles():
     assert low[0] == pytest.approx(0.5 + 0.75 * (2 / 3 - 0.5))
     assert high[0] == pytest.approx(2 / 3 + 0.25 * (1 - 2 / 3))
     assert defined[0] == 4
+
+
+def test_percentiles_equal_nanquantile_column_by_column_bit_for_bit():
+    """Columns without NaN go through np.quantile along the axis at once; every column's
+    bounds are exactly those np.nanquantile gives that column on its own."""
+    rng = np.random.default_rng(3)
+    for rows, columns in ((1, 5), (2, 7), (999, 40), (1000, 393)):
+        values = rng.random((rows, columns))
+        values[:, ::7] = np.round(values[:, ::7], 1)  # ties
+        values[:, 1::9] = 0.25  # constant columns
+        values[rng.random((rows, columns)) < 0.05] = np.nan  # undefined replicates
+        values[:, 2::11] = np.nan  # never defined
+        if columns > 5:
+            values[:, 3] = np.inf  # an infinite value is not defined but still ordered
+        for level in (0.95, 0.5, 0.999):
+            with np.errstate(invalid="ignore"):  # inf - inf in the interpolation: NaN
+                low, high, defined = percentile_interval(values, level)
+            tail = (1 - level) / 2
+            for j in range(columns):
+                column = values[:, j]
+                assert defined[j] == np.isfinite(column).sum()
+                if np.isnan(column).all():
+                    assert np.isnan(low[j]) and np.isnan(high[j])
+                    continue
+                with np.errstate(invalid="ignore"):
+                    expected = np.nanquantile(column, [tail, 1 - tail])
+                assert np.array_equal([low[j], high[j]], expected, equal_nan=True), (rows, j)
 
 
 def test_undefined_replicates_are_left_out_and_counted():

@@ -116,8 +116,9 @@ def test_changing_one_model_reruns_only_that_model(demo_copy: Path) -> None:
 def test_changing_bootstrap_settings_reruns_only_the_score_jobs_and_what_reads_them(
     demo_copy: Path,
 ) -> None:
-    """Each model's intervals are made by its `score` job (its params hold the settings):
-    no parse, infer or render job, every model's `score` job, then the readers."""
+    """Each model's intervals are made by its `score` job (its params hold the settings),
+    under the replicate weights drawn once by `bootstrap_weights`: no parse, infer or render
+    job, the weights, every model's `score` job, then the readers."""
     config = yaml.safe_load((demo_copy / "config" / "config.yaml").read_text())
     config["bootstrap"] = {
         **config["bootstrap"],
@@ -127,8 +128,8 @@ def test_changing_bootstrap_settings_reruns_only_the_score_jobs_and_what_reads_t
     jobs = _planned_jobs(run_snakemake(demo_copy, "--dry-run").stdout)
     assert {w["model"] for rule, w in jobs if rule == "score"} == demo_model_names()
     assert {rule for rule, _ in jobs} == {
-        "score", "collect_metrics", "collect_intervals", "tables", "leaderboard", "plots",
-        "explorer", "compare", "all",
+        "bootstrap_weights", "score", "collect_metrics", "collect_intervals", "tables",
+        "leaderboard", "plots", "explorer", "compare", "all",
     }  # fmt: skip
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,6 +103,25 @@ def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
         time.perf_counter() - started,
         usage.ru_utime + usage.ru_stime,
     )
+    if _process_ends_with_job(snakemake):
+        _exit_now()
+
+
+def _process_ends_with_job(snakemake: Any) -> bool:
+    """A script job Snakemake started (its `snakemake` object is Snakemake's own), which runs
+    in an interpreter of its own that ends with it, and no other Python thread is left."""
+    return type(snakemake).__module__ == "snakemake.iocontainers" and threading.active_count() == 1
+
+
+def _exit_now() -> None:
+    """End the job's process with status 0 without the interpreter's teardown, which frees
+    every module and object one by one (0.03-0.06 CPU-s a job once pyarrow and numpy are
+    loaded, docs/performance.md). Every output is already written and closed; the log file,
+    stdout and stderr are flushed here."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def progress_logger(prefix: str | None = None) -> Callable[[str], None]:

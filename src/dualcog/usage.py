@@ -139,8 +139,8 @@ def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
     return shares
 
 
-def _sum_reported(values: pd.Series) -> float:
-    present = values.dropna()
+def _sum_reported(values: np.ndarray) -> float:
+    present = values[~np.isnan(values)]
     return float(present.sum()) if len(present) else np.nan
 
 
@@ -164,14 +164,19 @@ def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> p
         if not declared(config.get("backend")).reports_usage:
             rows.append(row)
             continue
-        sent = group[group["status"].isin(["ok", "error"])]
-        row["requests"] = len(sent)
-        reported = sent[sent["prompt_tokens"].notna() | sent["completion_tokens"].notna()]
-        row["reported"] = len(reported)
+        # numpy rather than a pandas filter per column: 270 groups at the paper's scale.
+        sent = np.isin(group["status"].to_numpy(dtype=object), ["ok", "error"])
+        tokens = {
+            name: group[name].to_numpy(dtype=np.float64, na_value=np.nan)[sent]
+            for name in TOKEN_COLUMNS
+        }
+        row["requests"] = int(sent.sum())
+        reported = ~np.isnan(tokens["prompt_tokens"]) | ~np.isnan(tokens["completion_tokens"])
+        row["reported"] = int(reported.sum())
         for name in TOKEN_COLUMNS:
-            row[name] = _sum_reported(sent[name])
+            row[name] = _sum_reported(tokens[name])
         prices = model_prices(config)
-        if prices is not None and len(reported):
+        if prices is not None and row["reported"]:
             row["cost_usd"] = prices.cost(
                 np.nan_to_num(row["prompt_tokens"]),
                 np.nan_to_num(row["completion_tokens"]),

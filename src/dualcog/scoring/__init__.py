@@ -26,6 +26,7 @@ _EXPORTS = {
     "PAIRS": "schema",
     "SCORES": "schema",
     "scores_table": "schema",
+    "SCORED_SAMPLE_COLUMNS": "score",
     "score_samples": "score",
     "score_tables": "score",
     "scores_frame": "score",
@@ -42,6 +43,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "PAIRS",
+    "SCORED_SAMPLE_COLUMNS",
     "SCORES",
     "box_iou",
     "boxes_to_array",

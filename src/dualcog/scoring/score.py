@@ -47,6 +47,9 @@ _COLUMNS = {
         ("all_valid", "visible_count", "count_valid", "visible_intervals", "intervals_valid"),
     ),
 }  # fmt: skip
+# Every samples column a scorer reads (`score_tables` treats the others as null): a job reads
+# only these of the benchmark's samples, not their prompts and media lists.
+SCORED_SAMPLE_COLUMNS = tuple(dict.fromkeys(c for sample, _ in _COLUMNS.values() for c in sample))
 _FLAGS = ("all_valid", "option_valid", "bbox_valid", "answers_valid", "count_valid",
           "intervals_valid")  # fmt: skip
 _SCORERS = {

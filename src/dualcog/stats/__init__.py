@@ -22,6 +22,10 @@ _SOURCES = {
     "Clusters": "dualcog.stats.clusters",
     "build_clusters": "dualcog.stats.clusters",
     "replicate_weights": "dualcog.stats.clusters",
+    "replicate_weights_table": "dualcog.stats.clusters",
+    "weights_from_table": "dualcog.stats.clusters",
+    "weights_metadata": "dualcog.stats.clusters",
+    "REPLICATE_WEIGHTS": "dualcog.stats.schema",
     "COMPARISON": "dualcog.stats.compare",
     "compare_models": "dualcog.stats.compare",
     "comparison_markdown": "dualcog.stats.compare",
@@ -34,6 +38,7 @@ _SOURCES = {
 __all__ = [
     "COMPARISON",
     "CONFIDENCE_INTERVALS",
+    "REPLICATE_WEIGHTS",
     "BootstrapSettings",
     "Clusters",
     "MetricMatrices",
@@ -47,6 +52,9 @@ __all__ = [
     "model_intervals_table",
     "percentile_interval",
     "replicate_weights",
+    "replicate_weights_table",
+    "weights_from_table",
+    "weights_metadata",
 ]
 assert sorted(__all__) == sorted(_SOURCES)
 
@@ -57,7 +65,14 @@ if TYPE_CHECKING:
         model_intervals_table,
         percentile_interval,
     )
-    from dualcog.stats.clusters import Clusters, build_clusters, replicate_weights
+    from dualcog.stats.clusters import (
+        Clusters,
+        build_clusters,
+        replicate_weights,
+        replicate_weights_table,
+        weights_from_table,
+        weights_metadata,
+    )
     from dualcog.stats.compare import (
         COMPARISON,
         compare_models,
@@ -65,7 +80,7 @@ if TYPE_CHECKING:
         comparison_pairs,
     )
     from dualcog.stats.estimands import MetricMatrices, metric_matrices, metric_matrices_table
-    from dualcog.stats.schema import CONFIDENCE_INTERVALS
+    from dualcog.stats.schema import CONFIDENCE_INTERVALS, REPLICATE_WEIGHTS
 
 
 def __getattr__(name: str) -> Any:

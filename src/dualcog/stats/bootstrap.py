@@ -47,9 +47,16 @@ def percentile_interval(replicates: np.ndarray, level: float) -> tuple[np.ndarra
     tail = (1.0 - level) / 2.0
     low = np.full(replicates.shape[1], np.nan)
     high = np.full(replicates.shape[1], np.nan)
-    usable = defined > 0
-    if usable.any():
-        low[usable], high[usable] = np.nanquantile(replicates[:, usable], [tail, 1 - tail], axis=0)
+    quantiles = [tail, 1 - tail]
+    # Columns without NaN in one call along the axis (np.nanquantile walks its columns one by
+    # one in Python); each column's values are those np.nanquantile gives it on its own.
+    has_nan = np.isnan(replicates).any(axis=0)
+    whole = ~has_nan & (defined > 0)
+    if whole.any():
+        low[whole], high[whole] = np.quantile(replicates[:, whole], quantiles, axis=0)
+    partial = has_nan & (defined > 0)
+    if partial.any():
+        low[partial], high[partial] = np.nanquantile(replicates[:, partial], quantiles, axis=0)
     return low, high, defined
 
 

@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dualcog.errors import DataError
+from dualcog.stats.schema import REPLICATE_WEIGHTS
 from dualcog.tasks import IMAGE_TASKS
 
 if TYPE_CHECKING:
@@ -120,3 +122,38 @@ def replicate_weights(group_sizes: tuple[int, ...], replicates: int, seed: int) 
             continue
         blocks.append(rng.multinomial(size, np.full(size, 1.0 / size), size=replicates))
     return np.hstack(blocks).astype(np.float64)
+
+
+def replicate_weights_table(weights: np.ndarray) -> pa.Table:
+    """`replicate_weights` as a REPLICATE_WEIGHTS table (counts fit 16 bits: a cluster is
+    drawn at most as often as its group has clusters)."""
+    counts = weights.astype(np.uint16)
+    if not np.array_equal(counts, weights):
+        raise ValueError("replicate weights are not counts below 65,536")
+    replicates, clusters = counts.shape
+    offsets = pa.array(np.arange(replicates + 1, dtype=np.int32) * clusters)
+    column = pa.ListArray.from_arrays(offsets, pa.array(counts.ravel()))
+    return pa.Table.from_arrays([column], schema=REPLICATE_WEIGHTS)
+
+
+def weights_metadata(group_sizes: tuple[int, ...], seed: int) -> dict[bytes, bytes]:
+    """What a REPLICATE_WEIGHTS file's schema metadata says it was drawn for."""
+    return {b"group_sizes": ",".join(map(str, group_sizes)).encode(), b"seed": str(seed).encode()}
+
+
+def weights_from_table(
+    table: pa.Table, clusters: Clusters, replicates: int, seed: int
+) -> np.ndarray:
+    """The (replicates, clusters) float matrix of a REPLICATE_WEIGHTS table, checked against
+    the benchmark's clusters and the settings (a stale file is an error, not other intervals)."""
+    metadata = table.schema.metadata or {}
+    drawn = (metadata.get(b"group_sizes", b"").decode(), metadata.get(b"seed", b"").decode())
+    expected = tuple(v.decode() for v in weights_metadata(clusters.group_sizes, seed).values())
+    if drawn != expected or table.num_rows != replicates:
+        raise DataError(
+            f"replicate weights drawn for group sizes, seed {drawn} and {table.num_rows} "
+            f"replicates, but the run has {expected} and {replicates}: rerun the workflow",
+            field="replicate weights",
+        )
+    counts = table["counts"].combine_chunks().flatten().to_numpy()
+    return counts.reshape(replicates, len(clusters)).astype(np.float64)

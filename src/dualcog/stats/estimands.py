@@ -135,9 +135,11 @@ class MetricMatrices:
 
     def _with_derived(self, columns: np.ndarray, combine) -> np.ndarray:
         """Append each aggregate, combining the columns it refers to (earlier ones included)."""
-        out = columns
-        for _, refs in self.derived:
-            out = np.column_stack([out, combine(out[:, list(refs)])])
+        width = columns.shape[1]
+        out = np.empty((columns.shape[0], width + len(self.derived)), dtype=columns.dtype)
+        out[:, :width] = columns
+        for at, (_, refs) in enumerate(self.derived, start=width):
+            out[:, at] = combine(out[:, list(refs)])
         return out
 
     def n_clusters(self) -> np.ndarray:

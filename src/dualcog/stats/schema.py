@@ -18,3 +18,8 @@ CONFIDENCE_INTERVALS = pa.schema(
         ("level", pa.float64()),
     ]
 )
+
+# The bootstrap's replicate weights (`dualcog.stats.clusters.replicate_weights`), drawn once
+# per workflow run: one row per replicate, how often each cluster is drawn (clusters in
+# `Clusters.ids` order). The schema metadata holds the modality group sizes and the seed.
+REPLICATE_WEIGHTS = pa.schema([("counts", pa.list_(pa.uint16()))])

@@ -1,0 +1,73 @@
+"""`run_step` ends a Snakemake job's own interpreter at once after a success (no teardown),
+and returns normally anywhere else (a test, a caller that goes on, a thread still running)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# argv: the log path, the object kind (snakemake | namespace), whether a thread is left.
+JOB = """
+import atexit, sys, threading, time
+from types import SimpleNamespace
+from dualcog.runtime import log, run_step
+
+log_path, kind, thread_left = sys.argv[1], sys.argv[2], sys.argv[3] == "yes"
+atexit.register(lambda: print("interpreter teardown ran"))
+if kind == "snakemake":  # what Snakemake's script preamble unpickles
+    Snakemake = type("Snakemake", (), {"__module__": "snakemake.iocontainers"})
+    job = Snakemake()
+    job.log, job.rule = [log_path], "r"
+else:
+    job = SimpleNamespace(log=[log_path], rule="r")
+
+
+def main(sm):
+    if thread_left:
+        threading.Thread(target=time.sleep, args=(0.5,)).start()
+    print("job output")
+    log.info("the job's last line")
+
+
+run_step(job, main)
+print("returned to the caller")
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "thread_left", "ends_at_once"),
+    [("snakemake", "no", True), ("namespace", "no", False), ("snakemake", "yes", False)],
+)
+def test_a_snakemake_job_ends_at_once_after_success(
+    tmp_path: Path, kind: str, thread_left: str, ends_at_once: bool
+) -> None:
+    log_path = tmp_path / "job.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", JOB, str(log_path), kind, thread_left],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "job output" in result.stdout  # flushed before the process ended
+    logged = log_path.read_text()
+    assert "the job's last line" in logged and "done in" in logged
+    went_on = "returned to the caller" in result.stdout
+    tore_down = "interpreter teardown ran" in result.stdout
+    assert (went_on, tore_down) == (not ends_at_once, not ends_at_once)
+
+
+def test_a_failed_snakemake_job_still_fails(tmp_path: Path) -> None:
+    failing = JOB.replace('log.info("the job\'s last line")', 'raise RuntimeError("broken")')
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", failing, str(tmp_path / "job.log"), "snakemake", "no"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "broken" in (tmp_path / "job.log").read_text()
