@@ -80,8 +80,8 @@ def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
     # What the imports made lives as long as the job: out of the collector's sight, its full
     # collections no longer walk it each time the job's own objects trigger one; and the
     # youngest generation is collected every 10,000 new containers rather than 700 (together
-    # a fifth of a parse job's CPU at the paper's scale, docs/performance.md). Cycles are
-    # still collected. A caller that goes on (a test) gets its collector back as it was.
+    # a fifth of a parse job's CPU at the paper's scale, docs/performance.md "Per-job cost").
+    # Cycles are still collected. A caller that goes on (a test) gets its collector back as it was.
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(10_000, *thresholds[1:])

@@ -41,12 +41,13 @@ MAX_FRAMES = 48
 # source decodes in draft mode to 400 x 300, and the last 1.25x step to 320 x 240 cost 60 % of
 # a thumbnail with Lanczos. The two thumbnails differ by less than the JPEG encoding itself
 # (PSNR about 45 dB between them, 38 dB between a thumbnail and its unencoded pixels);
-# docs/performance.md, "The explorer's thumbnails".
+# docs/performance.md, "`explorer_media`: thumbnails and sprite sheets".
 THUMB_FILTER = Image.Resampling.BILINEAR
 # Draft mode decodes a JPEG at the smallest 1/2, 1/4 or 1/8 scale still at least the size
 # asked. Within DRAFT_SLACK of it on each side (an 800 x 600 source: 400 x 300 for 320 x 240)
 # that decode is the thumbnail as it is: the page scales it the rest of the way, and the
-# bilinear step cost a third of a thumbnail's CPU (docs/performance.md, "Explorer, 2 Dec").
+# bilinear step cost a third of a thumbnail's CPU (docs/performance.md, "`explorer_media`:
+# thumbnails and sprite sheets").
 DRAFT_SLACK = 1.25
 
 MEDIA_COLUMNS = ["kind", "source", "files", "times", "width", "height"]

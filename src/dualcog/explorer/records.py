@@ -361,7 +361,7 @@ def _by_sample(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def without_cyclic_gc() -> Iterator[None]:
     """Records are trees of fresh lists and dicts, freed by reference counting; the cyclic
     collector's passes over the growing heap were a third of their build (docs/performance.md,
-    "Explorer, 2 Dec 2026"). Restored on the way out."""
+    "Explorer"). Restored on the way out."""
     enabled = gc.isenabled()
     gc.disable()
     try:
