@@ -11,7 +11,9 @@ Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401 wit
 `Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to --starts-file
 and starts one worker process in the server's process group (as vLLM does), so tests can
 check that both are gone.
-With --ignore-term both the server and its worker ignore SIGTERM.
+With --ignore-term both the server and its worker ignore SIGTERM. With --ignore-first-term the
+server ignores its first SIGTERM only (the PDEATHSIG of a job killed with SIGKILL: it outlives
+the job) and stops at the next; its worker, which no PDEATHSIG reaches, keeps the default.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--reply-delay", type=float, default=0.0)
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--ignore-first-term", action="store_true")
     parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"))
     parser.add_argument("--version-answer", default="ok", choices=[*VERSION_ANSWERS, "absent"])
     parser.add_argument("--requests-file")
@@ -88,6 +91,9 @@ def main() -> None:
         handle.write(f"start {os.getpid()} {child.pid} {args.model}\n")
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif args.ignore_first_term:
+        # (Two SIGTERMs pending at once count as one: the server then waits for SIGKILL.)
+        signal.signal(signal.SIGTERM, lambda *_: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     print(f"loading {args.model} as {args.served_model_name}", flush=True)
     print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
     time.sleep(args.startup_delay)
