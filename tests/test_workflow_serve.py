@@ -198,7 +198,9 @@ def test_sigterm_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -
 
 def test_ctrl_c_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
     # Ctrl-C: SIGINT to the whole foreground group interrupts the job, which stops the server.
-    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2")
+    # The server answers one request and holds the rest, so the job is still running when the
+    # signal comes (with every request answered, a slow test once signalled a finished run).
+    workdir = served_run(prepared, tmp_path, "--hold-after", "1")
     snakemake, pid, worker = start_and_wait_for_requests(workdir)
     os.killpg(snakemake.pid, signal.SIGINT)
     output, _ = snakemake.communicate(timeout=120)
@@ -211,11 +213,11 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     ignores its PDEATHSIG, the worker never gets one); the next run's served job reaps both
     from their pidfile before starting its own server.
 
-    The orphans stop at the reaper's SIGTERM (--ignore-first-term): a server that ignores
-    every SIGTERM would hold the reaping run for the 30 s stop grace before its SIGKILL. That
-    escalation is test_serve.py's `test_a_server_left_by_a_killed_job_is_reaped_by_the_next`
-    (the same reaper, 1 s grace)."""
-    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2", "--ignore-first-term")
+    The orphans stop at the reaper's SIGTERM (--leader-ignores-term: the worker stops, and the
+    leader with it): a worker that ignored SIGTERM too would hold the reaping run for the 30 s
+    stop grace before its SIGKILL. That escalation is test_serve.py's
+    `test_a_server_left_by_a_killed_job_is_reaped_by_the_next` (the same reaper, 1 s grace)."""
+    workdir = served_run(prepared, tmp_path, "--hold-after", "1", "--leader-ignores-term")
     starts = workdir / "starts.txt"
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
@@ -229,7 +231,7 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     try:
         assert alive(pid) and alive(worker)
         # The next run's own server is a plain one: it answers at once and stops on SIGTERM
-        # (the orphans' --reply-delay 0.2 s per request is not what is checked here).
+        # (the orphans hold every request after the first: the job was killed mid-run).
         write_config(workdir, config(starts))
         run_snakemake(workdir, "--unlock")
         run_snakemake(workdir, "--rerun-incomplete", SERVED_JOB)  # the job that reaps
