@@ -9,15 +9,17 @@ CORES ?= 2
 
 # uv installs the same releases as pip, in a fifth of pip's CPU time (docs/development.md); it
 # reads PyPI, or UV_INDEX_URL / UV_EXTRA_INDEX_URL where a mirror is wanted (not pip.conf).
-# The venv keeps its own pip for what a user adds by hand.
+# The venv keeps its own pip for what a user adds by hand. --compile-bytecode as pip does: where
+# PYTHONDONTWRITEBYTECODE is set (as on our machines), every Snakemake job would otherwise
+# compile its imports from source again.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e .
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[test]"
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test]"
 	touch $@
 
 demo: $(VENV)/.installed
