@@ -7,7 +7,7 @@ CORES ?= 2
 
 .PHONY: demo report test test-vllm lint clean
 
-# uv installs the same releases as pip, in a fifth of pip's CPU time (docs/development.md); it
+# uv installs the same releases as pip, in well under half its CPU time (docs/development.md); it
 # reads PyPI, or UV_INDEX_URL / UV_EXTRA_INDEX_URL where a mirror is wanted (not pip.conf).
 # The venv keeps its own pip for what a user adds by hand. --compile-bytecode as pip does: where
 # PYTHONDONTWRITEBYTECODE is set (as on our machines), every Snakemake job would otherwise
