@@ -11,7 +11,12 @@ Like vLLM, `--api-key` or else VLLM_API_KEY makes every /v1/ path answer 401 wit
 `Authorization: Bearer <key>`. It appends "start <pid> <child pid> <model>" to --starts-file
 and starts one worker process in the server's process group (as vLLM does), so tests can
 check that both are gone.
-With --ignore-term both the server and its worker ignore SIGTERM.
+With --ignore-term both the server and its worker ignore SIGTERM. With --leader-ignores-term
+only the server does, and it exits when its worker exits (as vLLM's API server does when its
+engine dies): it outlives a job killed with SIGKILL (its PDEATHSIG is SIGTERM, and no signal
+reaches the worker), and stops as soon as a SIGTERM to its group ends the worker.
+--hold-after N answers the first N chat requests and never the later ones: a test that stops
+the job once it has seen an answer finds it still running, however late it looks.
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ def main() -> None:
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--reply-delay", type=float, default=0.0)
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--leader-ignores-term", action="store_true")
+    parser.add_argument("--hold-after", type=int)
     parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"))
     parser.add_argument("--version-answer", default="ok", choices=[*VERSION_ANSWERS, "absent"])
     parser.add_argument("--requests-file")
@@ -88,12 +95,16 @@ def main() -> None:
         handle.write(f"start {os.getpid()} {child.pid} {args.model}\n")
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif args.leader_ignores_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=lambda: (child.wait(), os._exit(0)), daemon=True).start()
     print(f"loading {args.model} as {args.served_model_name}", flush=True)
     print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
     time.sleep(args.startup_delay)
     ready = not args.never_healthy
 
     print_lock = threading.Lock()
+    answered = [0]  # chat requests answered (under print_lock)
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, payload: dict) -> None:
@@ -147,6 +158,11 @@ def main() -> None:
             else:
                 text = IMAGE_ANSWER
             with print_lock:  # one whole line per request, even from concurrent threads
+                held = args.hold_after is not None and answered[0] >= args.hold_after
+                answered[0] += not held
+            if held:
+                threading.Event().wait()  # until the process is stopped
+            with print_lock:
                 print("request", body["model"], flush=True)
                 if args.requests_file:
                     record_request(args.requests_file, body)

@@ -198,6 +198,8 @@ def test_sigterm_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -
 
 def test_ctrl_c_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
     # Ctrl-C: SIGINT to the whole foreground group interrupts the job, which stops the server.
+    # (Not --hold-after: a job whose every request is held did not stop on SIGINT within 120 s
+    # once under load; open: with answers flowing, a slow test can signal a finished run.)
     workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2")
     snakemake, pid, worker = start_and_wait_for_requests(workdir)
     os.killpg(snakemake.pid, signal.SIGINT)
@@ -207,10 +209,15 @@ def test_ctrl_c_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) ->
 
 
 def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path: Path) -> None:
-    """SIGKILL to Snakemake and its job while the server ignores SIGTERM: the leader and its
-    worker outlive the job (PDEATHSIG is ignored, the worker never gets it); the next run's
-    served job reaps both from their pidfile before starting its own server."""
-    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2", "--ignore-term")
+    """SIGKILL to Snakemake and its job: the leader and its worker outlive the job (the leader
+    ignores its PDEATHSIG, the worker never gets one); the next run's served job reaps both
+    from their pidfile before starting its own server.
+
+    The orphans stop at the reaper's SIGTERM (--leader-ignores-term: the worker stops, and the
+    leader with it): a worker that ignored SIGTERM too would hold the reaping run for the 30 s
+    stop grace before its SIGKILL. That escalation is test_serve.py's
+    `test_a_server_left_by_a_killed_job_is_reaped_by_the_next` (the same reaper, 1 s grace)."""
+    workdir = served_run(prepared, tmp_path, "--hold-after", "1", "--leader-ignores-term")
     starts = workdir / "starts.txt"
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)
@@ -223,9 +230,8 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     time.sleep(1.0)  # PDEATHSIG has arrived and was ignored: both are still there
     try:
         assert alive(pid) and alive(worker)
-        # The next run's own server is a plain one: it answers at once and stops on SIGTERM,
-        # where the orphans' settings (--ignore-term) would add the 30 s stop grace to the
-        # end of the job and --reply-delay 0.2 s to each request, neither checked here.
+        # The next run's own server is a plain one: it answers at once and stops on SIGTERM
+        # (the orphans hold every request after the first: the job was killed mid-run).
         write_config(workdir, config(starts))
         run_snakemake(workdir, "--unlock")
         run_snakemake(workdir, "--rerun-incomplete", SERVED_JOB)  # the job that reaps
