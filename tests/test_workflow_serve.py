@@ -83,6 +83,12 @@ def served_run(prepared: Path, tmp_path: Path, *server_args: str, **settings) ->
     return workdir
 
 
+def _as_a_terminal_job() -> None:
+    """Ctrl-C reaches a terminal's foreground job; a test run started in the background of a
+    non-interactive shell has SIGINT ignored, which Python and Snakemake would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def snakemake_process(workdir: Path) -> subprocess.Popen:
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
@@ -94,6 +100,7 @@ def snakemake_process(workdir: Path) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,  # its own group, as a terminal's foreground job
+        preexec_fn=_as_a_terminal_job,
     )
 
 
@@ -198,9 +205,9 @@ def test_sigterm_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -
 
 def test_ctrl_c_to_snakemake_leaves_no_server(prepared: Path, tmp_path: Path) -> None:
     # Ctrl-C: SIGINT to the whole foreground group interrupts the job, which stops the server.
-    # (Not --hold-after: a job whose every request is held did not stop on SIGINT within 120 s
-    # once under load; open: with answers flowing, a slow test can signal a finished run.)
-    workdir = served_run(prepared, tmp_path, "--reply-delay", "0.2")
+    # The server holds every request after the first, so the signal lands mid-run however
+    # slowly this test gets to send it.
+    workdir = served_run(prepared, tmp_path, "--hold-after", "1")
     snakemake, pid, worker = start_and_wait_for_requests(workdir)
     os.killpg(snakemake.pid, signal.SIGINT)
     output, _ = snakemake.communicate(timeout=120)
