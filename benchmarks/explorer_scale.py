@@ -220,14 +220,6 @@ def same_dom(a: str, b: str) -> bool:
     return flat[0] == flat[1]
 
 
-def _sample_cards(folder: Path) -> dict[str, list]:
-    out = {}
-    for path in sorted(folder.glob("c*.js")):
-        text = path.read_text(encoding="utf-8")
-        out[path.name] = json.loads(text[text.index(",[") + 1 : -len(");\n")])
-    return out
-
-
 def sample_cards_job(inputs: dict, folder: Path) -> None:
     """The `explorer_samples` job's cards of the inputs' samples (once for all models)."""
     from dualcog.explorer.page import write_sample_cards
@@ -240,6 +232,7 @@ def sample_cards_job(inputs: dict, folder: Path) -> None:
 
 
 def _chunk_cards(data_dir: Path) -> dict[str, list]:
+    """The JSON array of each chunk file (a model's records or the sample cards)."""
     out = {}
     for path in sorted(data_dir.glob("c*.js")):
         text = path.read_text(encoding="utf-8")
@@ -376,7 +369,7 @@ def before_after(before: str, inputs: dict, out: Path, repeat: int) -> None:
     new_cards = _chunk_cards(out / "after" / "data" / model)
     if sheets:
         sample_cards_job(inputs, out / "after" / "samples")
-        cards = _sample_cards(out / "after" / "samples")
+        cards = _chunk_cards(out / "after" / "samples")
         new_cards = {name: [None if r is None else joined(cards[name][i], r)
                             for i, r in enumerate(records)]
                      for name, records in new_cards.items()}  # fmt: skip
