@@ -498,3 +498,33 @@ def test_pyarrow_imported_without_numpy_refuses_numpy_values_loudly(tmp_path: Pa
         "array([int64])",
         "scalar(bool_)",
     ]
+
+
+# A pyarrow that requires numpy (before 16) fails its numpy-free import: it is then imported
+# as usual, with numpy and its numpy support.
+NEEDS_NUMPY = """
+import sys
+from dualcog import runtime
+
+
+class NeedsNumpy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyarrow.lib" and any(isinstance(f, runtime._Absent) for f in sys.meta_path):
+            raise ImportError("pyarrow.lib needs numpy")
+
+
+sys.meta_path.insert(0, NeedsNumpy())
+runtime.import_pyarrow_without_numpy()
+import pyarrow as pa
+
+print("numpy" in sys.modules, pa.array([7]).to_numpy().tolist())
+"""
+
+
+def test_a_pyarrow_that_needs_numpy_is_imported_as_usual() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", NEEDS_NUMPY], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["True", "[7]"]

@@ -90,11 +90,13 @@ def import_pyarrow_without_numpy() -> None:
     where it computes with it (the parser's bracket passes on texts with many brackets), but
     this process's pyarrow never converts to or from numpy: `to_numpy`, `np.asarray` of an
     Arrow array, `pa.array` of an ndarray or of numpy integer/bool scalars, numpy scalars in
-    compute calls all raise (ImportError, ArrowInvalid, TypeError), none gives another result.
+    compute calls raise (ImportError, ArrowInvalid, TypeError); none was seen to give
+    another result (numpy floats are Python floats, converted as usual).
     So it is for jobs whose Arrow work is in Python values (tests/test_lean_jobs.py runs them,
     checks numpy stays unloaded and that they write the bytes a normal run writes). It relies
-    on pyarrow.lib's `try: import numpy ... except ImportError: np = None` (pyarrow 16 on).
-    Nothing is done once pyarrow or numpy is loaded.
+    on pyarrow.lib's `try: import numpy ... except ImportError: np = None` (pyarrow 16 on;
+    the same test file pins what it refuses); a pyarrow that requires numpy is imported as
+    usual. Nothing is done once pyarrow or numpy is loaded.
     """
     if "pyarrow" in sys.modules or "numpy" in sys.modules:
         return
@@ -102,8 +104,11 @@ def import_pyarrow_without_numpy() -> None:
     sys.meta_path.insert(0, finder)
     try:
         import pyarrow  # noqa: F401
+    except ImportError:
+        pass  # it requires numpy: imported with it below
     finally:
         sys.meta_path.remove(finder)
+    import pyarrow  # noqa: F401, F811
 
 
 def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
