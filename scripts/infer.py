@@ -4,6 +4,13 @@ Arrow in and out (`run_model_table`): no pandas frame is built, so a job of an o
 backend never imports pandas (tests/test_lean_jobs.py checks).
 """
 
+# ruff: noqa: E402
+from dualcog.runtime import import_pyarrow_without_numpy, log, progress_logger, run_step
+
+# Before anything imports pyarrow (so the imports below come after it): this job's work
+# never converts numpy values (why, and what it saves: dualcog.runtime).
+import_pyarrow_without_numpy()
+
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +23,6 @@ from dualcog.errors import DualCogError
 from dualcog.inference import run_model_table
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import missing_media
-from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_arrow, write_table
 from dualcog.sharding import select_shard, shard_label
 

@@ -1,11 +1,17 @@
 """Snakemake adapter: one run of a backend that runs per model (replay: its recorded files)
 -> its responses for every task. Arrow in and out: the job never imports pandas."""
 
+# ruff: noqa: E402
+from dualcog.runtime import import_pyarrow_without_numpy, log, progress_logger, run_step
+
+# Before anything imports pyarrow (so the imports below come after it): this job's work
+# never converts numpy values (why, and what it saves: dualcog.runtime).
+import_pyarrow_without_numpy()
+
 from collections import Counter
 
 from dualcog.config import model_by_name
 from dualcog.inference import run_per_model_tables
-from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_arrow, write_table
 
 # What a response row takes from its prompt (dualcog.inference.rows.response_row): the texts

@@ -1,6 +1,13 @@
 """Snakemake adapter: one model run's raw responses -> strict/compatible/legacy parses, and
 each sample's request outcome class (read by the explorer and the tables)."""
 
+# ruff: noqa: E402
+from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
+
+# Before anything imports pyarrow (so the imports below come after it): this job's work
+# never converts numpy values (why, and what it saves: dualcog.runtime).
+import_pyarrow_without_numpy()
+
 import json
 
 import pyarrow as pa
@@ -10,7 +17,6 @@ from dualcog.arrow_rows import rows_where
 from dualcog.outcomes import OUTCOME_COLUMNS, request_outcomes
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
-from dualcog.runtime import log, run_step
 from dualcog.schemas import PARSED, REQUEST_OUTCOMES, read_arrow, write_table
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'

@@ -1,5 +1,5 @@
-"""The cheap per-model jobs never import pandas (issue 21), and their Arrow paths write the
-files the pandas (library) paths write.
+"""The cheap per-model jobs never import pandas (issue 21), nor numpy where their work needs
+none, and their Arrow paths write the files the pandas (library) paths write.
 
 The jobs run here as Snakemake runs them: the script file executed with a `snakemake` object
 in its globals, in a fresh interpreter, which reports `'pandas' in sys.modules` afterwards.
@@ -30,6 +30,9 @@ RUN_JOBS = """
 import json, runpy, sys
 from types import SimpleNamespace
 
+if sys.argv[2:] == ["--with-numpy"]:
+    import numpy  # a normal run's pyarrow: with its numpy support
+
 
 class Files(list):
     def __init__(self, items, **named):
@@ -55,22 +58,46 @@ for job in json.loads(open(sys.argv[1]).read()):
 print(json.dumps(loaded))
 """
 # What the cheap jobs never import (issue 21): pandas (half a CPU second), pyarrow.compute (a
-# twentieth), yaml (their config comes validated).
-HEAVY = ("pandas", "pyarrow.compute", "yaml")
+# twentieth), yaml (their config comes validated), numpy (a seventh, with pyarrow: the jobs
+# that call dualcog.runtime.import_pyarrow_without_numpy).
+HEAVY = ("pandas", "pyarrow.compute", "yaml", "numpy")
 RUN_JOBS = RUN_JOBS.replace("loaded = {}", f"HEAVY = {HEAVY!r}\nloaded = {{}}")
 
 
-def run_jobs(tmp_path: Path, jobs: list[dict]) -> dict[str, list[str]]:
-    """Run `jobs` (scripts with their Snakemake-like inputs) in one fresh interpreter; the
-    heavy modules loaded after each job, by its log path."""
+def run_jobs(tmp_path: Path, jobs: list[dict], with_numpy: bool = False) -> dict[str, list[str]]:
+    """Run `jobs` (scripts with their Snakemake-like inputs) in one fresh interpreter (with
+    numpy imported first, if asked); the heavy modules loaded after each job, by its log path."""
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    flags = ["--with-numpy"] if with_numpy else []
     result = subprocess.run(
-        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json")],
+        [sys.executable, "-c", RUN_JOBS, str(tmp_path / "jobs.json"), *flags],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.splitlines()[-1])
+
+
+def _outputs(jobs: list[dict]) -> dict[str, bytes]:
+    """Every file the jobs wrote (but their logs), by path."""
+    paths = [
+        path
+        for job in jobs
+        for path in (job["output"].values() if isinstance(job["output"], dict) else job["output"])
+    ]
+    return {path: Path(path).read_bytes() for path in paths}
+
+
+def run_jobs_lean_and_normal(tmp_path: Path, jobs: list[dict]) -> dict[str, list[str]]:
+    """`run_jobs` as the jobs run (numpy-free where they ask for it), then again with numpy
+    loaded first (pyarrow then has its numpy support, as it had before): every output the
+    jobs write is byte-identical. The lean run's heavy modules, by log path."""
+    loaded = run_jobs(tmp_path, jobs)
+    lean = _outputs(jobs)
+    normal_loaded = run_jobs(tmp_path, jobs, with_numpy=True)
+    assert all("numpy" in modules for modules in normal_loaded.values())
+    assert _outputs(jobs) == lean
+    return loaded
 
 
 def _model_responses(
@@ -198,7 +225,7 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
             "log": str(out / "parse.log"),
         }
     )
-    loaded = run_jobs(tmp_path, jobs)
+    loaded = run_jobs_lean_and_normal(tmp_path, jobs)
     assert loaded == {job["log"]: [] for job in jobs}
 
     # The jobs did their work: every prompt answered, the replayed one found, all parsed.
@@ -264,7 +291,7 @@ def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
         }
         for task, vmode in tasks.items()
     ]
-    loaded = run_jobs(tmp_path, jobs)
+    loaded = run_jobs_lean_and_normal(tmp_path, jobs)
     assert loaded == {job["log"]: [] for job in jobs}
     frames = {
         row["source"]: PreparedFrames(row["source"], list(row["keys"]), list(row["timestamps"]))
@@ -407,3 +434,97 @@ def test_score_job_never_imports_pandas_and_writes_the_library_results(tmp_path:
     }
     for name, table in expected.items():
         assert schemas.read_arrow(out[name]).equals(table), name
+
+
+def test_bitmaps_are_numpys_packed_bits() -> None:
+    """arrow_rows builds validity / boolean bitmaps without numpy: numpy's bytes, exactly."""
+    import random
+
+    import numpy as np
+
+    from dualcog.arrow_rows import _bits
+
+    draw = random.Random(3)
+    cases = [[], [True], [False], [None, 1, 0, "x", ""]]
+    cases += [
+        [draw.random() < p for _ in range(n)] for n in (7, 8, 9, 64, 1001) for p in (0.1, 0.9)
+    ]
+    for flags in cases:
+        packed = np.packbits(np.array([bool(f) for f in flags], dtype=np.bool_), bitorder="little")
+        assert _bits(flags).to_pybytes() == packed.tobytes(), flags
+
+
+# pyarrow imported by dualcog.runtime.import_pyarrow_without_numpy: what it does as before, and
+# what it refuses once numpy is imported later (loudly: an error, never another result).
+WITHOUT_NUMPY = """
+import sys
+from dualcog.runtime import import_pyarrow_without_numpy, without_pandas_probe
+
+import_pyarrow_without_numpy()
+import pyarrow as pa, pyarrow.parquet as pq
+without_pandas_probe()  # else the first conversion of Python values loads pandas, and numpy
+assert "numpy" not in sys.modules
+table = pa.table({"x": [1, None], "s": ["a", None], "l": [[1.5], []]})
+pq.write_table(table, sys.argv[1])
+assert pq.ParquetFile(sys.argv[1]).read().to_pylist() == table.to_pylist()
+assert "numpy" not in sys.modules
+
+import numpy as np  # still importable, for the code that computes with it
+refused = []
+for name, call in [
+    ("to_numpy", lambda: pa.array([1, 2]).to_numpy()),
+    ("array(ndarray)", lambda: pa.array(np.array([1, 2]))),
+    ("array([int64])", lambda: pa.array([np.int64(1)])),
+    ("scalar(bool_)", lambda: pa.scalar(np.bool_(True))),
+]:
+    try:
+        call()
+    except (ImportError, pa.ArrowInvalid):
+        refused.append(name)
+print(" ".join(refused))
+"""
+
+
+def test_pyarrow_imported_without_numpy_refuses_numpy_values_loudly(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NUMPY, str(tmp_path / "t.parquet")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [
+        "to_numpy",
+        "array(ndarray)",
+        "array([int64])",
+        "scalar(bool_)",
+    ]
+
+
+# A pyarrow that requires numpy (before 16) fails its numpy-free import: it is then imported
+# as usual, with numpy and its numpy support.
+NEEDS_NUMPY = """
+import sys
+from dualcog import runtime
+
+
+class NeedsNumpy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyarrow.lib" and any(isinstance(f, runtime._Absent) for f in sys.meta_path):
+            raise ImportError("pyarrow.lib needs numpy")
+
+
+sys.meta_path.insert(0, NeedsNumpy())
+runtime.import_pyarrow_without_numpy()
+import pyarrow as pa
+
+print("numpy" in sys.modules, pa.array([7]).to_numpy().tolist())
+"""
+
+
+def test_a_pyarrow_that_needs_numpy_is_imported_as_usual() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", NEEDS_NUMPY], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["True", "[7]"]

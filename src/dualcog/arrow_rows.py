@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate, chain
 from typing import Any
 
-import numpy as np  # pyarrow has already loaded it
 import pyarrow as pa
 
 _INT_CODES = {32: "i", 64: "q"}  # array module codes of the signed integer widths built
@@ -43,9 +42,11 @@ def _bad(column: str, row: int, expected: str, value: Any) -> RowValueError:
 
 
 def _bits(flags: Sequence[Any]) -> pa.Buffer:
-    """A bitmap, least significant bit first: bit i set where flags[i] is true."""
-    packed = np.packbits(np.array(flags, dtype=np.bool_), bitorder="little")
-    return pa.py_buffer(packed.tobytes())
+    """A bitmap, least significant bit first: bit i set where flags[i] is true.
+
+    Built as one Python integer (no numpy: jobs that never need it do not load it)."""
+    digits = "".join(["1" if flag else "0" for flag in reversed(flags)])
+    return pa.py_buffer(int(digits or "0", 2).to_bytes((len(flags) + 7) // 8, "little"))
 
 
 def _validity(valid: list[bool]) -> pa.Buffer | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 # finish_reason values meaning the provider withheld the answer.
@@ -24,20 +24,27 @@ REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", r
 
 
 def blank_texts(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """True where a text is null or only whitespace (`blank_list` as a numpy array)."""
+    import numpy as np
+
+    return np.array(blank_list(values), dtype=bool)
+
+
+def blank_list(values: pa.ChunkedArray | pa.Array) -> list[bool]:
     """True where a text is null or only whitespace.
 
     The whitespace is Arrow's (`utf8_trim_whitespace`), which is Python's `str.isspace`, code
     point for code point (tests/test_lean_jobs.py checks every one): a string column is judged
-    in Python, so that the `parse` job does not load pyarrow.compute for it.
+    in Python, so that the `parse` job does not load pyarrow.compute (nor numpy) for it.
     """
     if pa.types.is_string(values.type):
-        return np.array([v is None or not v.strip() for v in values.to_pylist()], dtype=bool)
+        return [v is None or not v.strip() for v in values.to_pylist()]
     import pyarrow.compute as pc
 
     trimmed = pc.utf8_trim_whitespace(values.cast(pa.string()))
     empty = pc.invert(pc.cast(pc.utf8_length(trimmed), pa.bool_()))
     # No Python scalar and no bool-to-numpy conversion: pyarrow loads pandas for either.
-    return np.array(pc.or_kleene(pc.is_null(trimmed), empty).to_pylist(), dtype=bool)
+    return [bool(v) for v in pc.or_kleene(pc.is_null(trimmed), empty).to_pylist()]
 
 
 def outcome_class(
@@ -108,12 +115,13 @@ def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa
         return responses.column(name).to_pylist() if name in names else [None] * n
 
     null_text = pa.nulls(n, pa.string())
-    empty = blank_texts(responses.column("raw_text") if "raw_text" in names else null_text)
-    refused = ~blank_texts(responses.column("refusal") if "refusal" in names else null_text)
+    empty = blank_list(responses.column("raw_text") if "raw_text" in names else null_text)
+    refusals = responses.column("refusal") if "refusal" in names else null_text
+    refused = [not blank for blank in blank_list(refusals)]
     keys = unparsable_keys(parsed)
     sample_ids, tasks = values("sample_id"), values("task")
     rows = zip(values("status"), values("error_type"), values("error_message"),
-               values("finish_reason"), refused.tolist(), empty.tolist(), sample_ids, tasks,
+               values("finish_reason"), refused, empty, sample_ids, tasks,
                strict=True)  # fmt: skip
     last: dict[tuple[Any, Any], tuple[int, str]] = {}
     for index, (status, kind, message, finish, refusal, blank, sample_id, task) in enumerate(rows):

@@ -40,11 +40,15 @@ def setup_logging(log_path: str | Path | None) -> None:
     )
 
 
-class _PandasAbsent:
-    """A `sys.meta_path` finder (importlib.abc is not imported for it: job start-up)."""
+class _Absent:
+    """A `sys.meta_path` finder for which one package and its submodules cannot be imported
+    (importlib.abc is not imported for it: job start-up)."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
+        if name == self.package or name.startswith(self.package + "."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
@@ -66,12 +70,45 @@ def without_pandas_probe() -> None:
         return
     import pyarrow as pa
 
-    finder = _PandasAbsent()
+    finder = _Absent("pandas")
     sys.meta_path.insert(0, finder)
     try:
         pa.array([0])  # the question is asked here, once
     finally:
         sys.meta_path.remove(finder)
+
+
+def import_pyarrow_without_numpy() -> None:
+    """Import pyarrow while numpy cannot be imported, in a job script whose work never hands
+    pyarrow a numpy value nor asks it for one (call it before anything imports pyarrow).
+
+    pyarrow.lib imports numpy when it can (about 0.14 of the 0.26 CPU-s that `import pyarrow,
+    pyarrow.parquet` costs a job), only to convert numpy values: it binds `np` (the module, or
+    None) once, at its own import, and sets up its C++ numpy support then or never. Imported
+    here without numpy, pyarrow reads, builds and writes Arrow data from Python values and
+    buffers exactly as before. numpy stays importable afterwards, and dualcog imports it
+    where it computes with it (the parser's bracket passes on texts with many brackets), but
+    this process's pyarrow never converts to or from numpy: `to_numpy`, `np.asarray` of an
+    Arrow array, `pa.array` of an ndarray or of numpy integer/bool scalars, numpy scalars in
+    compute calls raise (ImportError, ArrowInvalid, TypeError); none was seen to give
+    another result (numpy floats are Python floats, converted as usual).
+    So it is for jobs whose Arrow work is in Python values (tests/test_lean_jobs.py runs them,
+    checks numpy stays unloaded and that they write the bytes a normal run writes). It relies
+    on pyarrow.lib's `try: import numpy ... except ImportError: np = None` (pyarrow 16 on;
+    the same test file pins what it refuses); a pyarrow that requires numpy is imported as
+    usual. Nothing is done once pyarrow or numpy is loaded.
+    """
+    if "pyarrow" in sys.modules or "numpy" in sys.modules:
+        return
+    finder = _Absent("numpy")
+    sys.meta_path.insert(0, finder)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pass  # it requires numpy: imported with it below
+    finally:
+        sys.meta_path.remove(finder)
+    import pyarrow  # noqa: F401, F811
 
 
 def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:

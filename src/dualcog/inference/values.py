@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
-
-import numpy as np
 
 
 def as_list(value: Any) -> list:
@@ -17,20 +16,22 @@ def as_list(value: Any) -> list:
         return []
     if isinstance(value, float) and math.isnan(value):
         return []
-    if isinstance(value, np.ndarray):
+    np = sys.modules.get("numpy")  # a numpy value exists only once numpy is loaded
+    if np is not None and isinstance(value, np.ndarray):
         return value.tolist()
     return list(value)
 
 
 def to_plain(value: Any) -> Any:
     """Nested numpy arrays/scalars -> plain Python lists/numbers (JSON-serialisable)."""
-    if isinstance(value, np.ndarray):
+    np = sys.modules.get("numpy")  # a numpy value exists only once numpy is loaded
+    if np is not None and isinstance(value, np.ndarray):
         return [to_plain(v) for v in value.tolist()]
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: to_plain(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return value.item()
     return value
 

@@ -11,11 +11,13 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    from dualcog.parsing.brackets import Spans
 
-from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting, surely_failing
+# numpy and parsing.brackets (numpy passes) are imported where a text has many brackets: a
+# parse job whose texts never do, loads neither (dualcog.runtime.import_pyarrow_without_numpy).
 
 
 class _NotJson:
@@ -88,6 +90,8 @@ def json_depth(text: str) -> int:
     Up to the first error, a scanner is exactly this deep; past it, it has stopped. Done in
     numpy passes (parsing.brackets), so 16 MB of brackets cost milliseconds.
     """
+    from dualcog.parsing.brackets import deepest_nesting
+
     return deepest_nesting(text)
 
 
@@ -315,6 +319,10 @@ _UNCHECKED_SPANS = 64
 def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
     """The spans as Python ints, a growing batch at a time (most texts stop early); past the
     first _UNCHECKED_SPANS, only those that may parse (parsing.brackets.surely_failing)."""
+    import numpy as np
+
+    from dualcog.parsing.brackets import surely_failing
+
     chosen = np.arange(min(_UNCHECKED_SPANS, len(spans.starts)))
     if len(spans.starts) > _UNCHECKED_SPANS:
         later = ~surely_failing(spans)
@@ -352,6 +360,8 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
         value, _ = _parse_span(text[start:end])
         if value is not NOT_JSON:
             return value
+    from dualcog.parsing.brackets import balanced_spans
+
     spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
     failed_at = failed_reading = -1
     for start, end, reading in _in_batches(spans):

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported by the functions that compute with it: the explorer's jobs use only the
+# plain-Python parts (`_pair`, `greedy_walk`) and do not load numpy (dualcog.runtime).
 
 F1_THRESHOLD = 0.5
 DURATION_SLACK_SEC = 1.0  # a prediction may end up to 1 s past the video end, then is clipped
@@ -14,6 +20,8 @@ DURATION_SLACK_SEC = 1.0  # a prediction may end up to 1 s past the video end, t
 
 def tiou_matrix(gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """tIoU of every (gold, pred) pair of two (G, 2) / (P, 2) arrays; union <= 0 gives 0."""
+    import numpy as np
+
     gs, ge = gold[:, 0][:, None], gold[:, 1][:, None]
     ps, pe = pred[:, 0][None, :], pred[:, 1][None, :]
     inter = np.clip(np.minimum(ge, pe) - np.maximum(gs, ps), 0, None)
@@ -24,12 +32,16 @@ def tiou_matrix(gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
 
 
 def tiou(gold: Sequence[float], pred: Sequence[float]) -> float:
+    import numpy as np
+
     return float(tiou_matrix(np.asarray([gold], float), np.asarray([pred], float))[0, 0])
 
 
 def _pair(value: object) -> tuple[float, float] | None:
     """A 2-number pair as floats, or None when the value is not one."""
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.shape == (2,):
+    np = sys.modules.get("numpy")  # a numpy array exists only once numpy is loaded
+    is_array = np is not None and isinstance(value, np.ndarray)
+    if is_array and value.dtype.kind == "f" and value.shape == (2,):
         return float(value[0]), float(value[1])  # the common case, read from Parquet
     if value is None or isinstance(value, str | bytes):
         return None
@@ -52,6 +64,8 @@ def clip_predicted(intervals: Iterable | None, duration: float | None) -> tuple[
     zero-length, past D + 1) match nothing: the caller counts them as false positives.
     Without a known duration there is no upper bound and no clipping.
     """
+    import numpy as np
+
     limit = math.inf if duration is None or not math.isfinite(duration) else duration
     kept: list[tuple[float, float]] = []
     invalid = 0
@@ -73,6 +87,8 @@ def clip_predicted(intervals: Iterable | None, duration: float | None) -> tuple[
 def gold_array(intervals: Iterable | None) -> np.ndarray:
     """Gold intervals as released (never clipped or reordered); a malformed one stays in the
     denominator as an interval that can never be matched."""
+    import numpy as np
+
     rows = []
     for value in intervals if intervals is not None else ():
         pair = _pair(value)
@@ -83,6 +99,8 @@ def gold_array(intervals: Iterable | None) -> np.ndarray:
 def _scored_pairs(gold: np.ndarray, pred: np.ndarray) -> list[tuple[float, int, int]]:
     """(tIoU, gold index, pred index) of every pair with tIoU > 0, in greedy order:
     tIoU descending, ties by lower gold index then lower predicted index."""
+    import numpy as np
+
     scores = tiou_matrix(gold, pred)
     gi, pi = np.nonzero(scores > 0)
     pairs = list(zip(scores[gi, pi].tolist(), gi.tolist(), pi.tolist(), strict=True))
@@ -119,6 +137,8 @@ def greedy_match(gold: np.ndarray, pred: np.ndarray, threshold: float, strict: b
     Candidate pairs have tIoU >= threshold (or > threshold when `strict`), taken by tIoU
     descending, ties by lower gold index then lower predicted index, when both sides are free.
     """
+    import numpy as np
+
     if len(gold) == 0 or len(pred) == 0:
         return np.empty(0)
     pairs = _scored_pairs(gold, pred)  # tIoU > 0 always: a 0 pair never matches either way
