@@ -3,8 +3,8 @@
 The scorer (`dualcog.scoring`) reports counts per sample; the explorer also needs which gold
 interval matched which prediction. This module runs the scorer's own greedy walk
 (`greedy_walk`) over the scorer's pairs in its order (`scored_pairs`: `_scored_pairs`'s tIoU
-values, computed with the same float operations on plain floats, and `gold_pairs` /
-`clipped_pairs`: `gold_array` / `clip_predicted` as lists, since numpy's per-call cost on a
+values, computed with the same float operations on plain floats, and `gold_pairs`:
+`gold_array` as a list, and the scorer's own `clipped_pairs`, since numpy's per-call cost on a
 handful of intervals was most of a page's build; tests hold each equal to the scorer's), keeping
 indices, and `check_scored` holds the result against the sample's row of the scores table
 (matched, false positive and missed intervals, and the tIoU sum), so what is drawn is what was
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from dualcog.errors import DualCogError
 from dualcog.scoring.intervals import (
-    DURATION_SLACK_SEC,
     F1_THRESHOLD,
     IntervalCounts,
     _pair,
+    clipped_pairs,
     greedy_walk,
     left_to_right_sum,
 )
@@ -55,45 +55,14 @@ class ClassMatch:
         return [p for p in range(len(self.pred)) if p not in hit]
 
 
-def _plain_pair(value: object) -> tuple[float, float] | None:
-    """The scorer's `_pair`, with the common case (two floats, as Arrow gives them) first."""
-    if type(value) is list and len(value) == 2:
-        s, e = value
-        if type(s) is float and type(e) is float:
-            return s, e
-    return _pair(value)
-
-
 def gold_pairs(intervals: Iterable | None) -> list[tuple[float, float]]:
     """`dualcog.scoring.intervals.gold_array` as a list of pairs: gold intervals as released;
     a malformed one stays, as (NaN, NaN), never matched."""
     out = []
     for value in intervals if intervals is not None else ():
-        pair = _plain_pair(value)
+        pair = _pair(value)
         out.append(pair if pair is not None else (math.nan, math.nan))
     return out
-
-
-def clipped_pairs(
-    intervals: Iterable | None, duration: float | None
-) -> tuple[list[tuple[float, float]], int]:
-    """`dualcog.scoring.intervals.clip_predicted` as a list of pairs: the valid predicted
-    intervals (finite, 0 <= s < e <= D + DURATION_SLACK_SEC) clipped to [0, D], and how many
-    were invalid; no bound without a known duration."""
-    limit = math.inf if duration is None or not math.isfinite(duration) else duration
-    kept: list[tuple[float, float]] = []
-    invalid = 0
-    for value in intervals if intervals is not None else ():
-        pair = _plain_pair(value)
-        if pair is None:
-            invalid += 1
-            continue
-        s, e = pair
-        if not (math.isfinite(s) and math.isfinite(e) and 0 <= s < e <= limit + DURATION_SLACK_SEC):
-            invalid += 1
-            continue
-        kept.append((min(s, limit), min(e, limit)))
-    return kept, invalid
 
 
 def scored_pairs(

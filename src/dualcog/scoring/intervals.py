@@ -39,6 +39,10 @@ def tiou(gold: Sequence[float], pred: Sequence[float]) -> float:
 
 def _pair(value: object) -> tuple[float, float] | None:
     """A 2-number pair as floats, or None when the value is not one."""
+    if type(value) is list and len(value) == 2:  # two floats, as Arrow gives them
+        s, e = value
+        if type(s) is float and type(e) is float:
+            return s, e
     np = sys.modules.get("numpy")  # a numpy array exists only once numpy is loaded
     is_array = np is not None and isinstance(value, np.ndarray)
     if is_array and value.dtype.kind == "f" and value.shape == (2,):
@@ -57,15 +61,16 @@ def _pair(value: object) -> tuple[float, float] | None:
         return None
 
 
-def clip_predicted(intervals: Iterable | None, duration: float | None) -> tuple[np.ndarray, int]:
-    """Valid predicted intervals clipped to [0, D], and how many were invalid.
+def clipped_pairs(
+    intervals: Iterable | None, duration: float | None
+) -> tuple[list[tuple[float, float]], int]:
+    """Valid predicted intervals clipped to [0, D], as pairs, and how many were invalid.
 
     Valid: finite and 0 <= s < e <= D + 1 s. Invalid ones (non-finite, negative, reversed,
     zero-length, past D + 1) match nothing: the caller counts them as false positives.
-    Without a known duration there is no upper bound and no clipping.
+    Without a known duration there is no upper bound and no clipping. Plain Python: the
+    explorer uses it without loading numpy.
     """
-    import numpy as np
-
     limit = math.inf if duration is None or not math.isfinite(duration) else duration
     kept: list[tuple[float, float]] = []
     invalid = 0
@@ -78,10 +83,16 @@ def clip_predicted(intervals: Iterable | None, duration: float | None) -> tuple[
         if not (math.isfinite(s) and math.isfinite(e) and 0 <= s < e <= limit + DURATION_SLACK_SEC):
             invalid += 1
             continue
-        kept.append((s, min(e, limit)))  # s >= 0 already; s may exceed D: then zero length
-    clipped = np.asarray(kept, dtype=float).reshape(-1, 2)
-    clipped[:, 0] = np.minimum(clipped[:, 0], limit)
-    return clipped, invalid
+        kept.append((min(s, limit), min(e, limit)))  # s may exceed D: then zero length
+    return kept, invalid
+
+
+def clip_predicted(intervals: Iterable | None, duration: float | None) -> tuple[np.ndarray, int]:
+    """`clipped_pairs` as a (P, 2) array."""
+    import numpy as np
+
+    kept, invalid = clipped_pairs(intervals, duration)
+    return np.asarray(kept, dtype=float).reshape(-1, 2), invalid
 
 
 def gold_array(intervals: Iterable | None) -> np.ndarray:
