@@ -371,20 +371,19 @@ def main() -> None:
             c = args.concurrency
             media_data_uri(store, IMAGE_KEYS[0], "image")  # every client reads media warm
             media_data_uri(store, IMAGE_KEYS[1], "image")
-            # A job imports the HTTP stack once; leave that one-off cost out of every client.
-            import dualcog.inference.client  # noqa: F401
-
-            # One round to warm the server process before anything is timed.
-            run_minimal(port, make_prompts(c, "warm"), store, c)
-
+            # Each client (a function of its prompts and a tag) is timed at its steady state:
+            # a job pays its imports and first connections once, so every client first runs
+            # one untimed round of `c` other requests (the first also warms the server).
             clients = [
-                ("ours", lambda: run_ours(model, prompts, work, "ours")),
-                ("wire", lambda: run_wire(model, prompts, store, c)),
-                ("sdk_typed", lambda: run_sdk_typed(model, prompts, store, args.concurrency)),
-                ("minimal_aiohttp", lambda: run_minimal_aiohttp(port, prompts, store, c)),
-                ("minimal", lambda: run_minimal(port, prompts, store, args.concurrency)),
+                ("ours", lambda p, tag: run_ours(model, p, work, tag)),
+                ("wire", lambda p, tag: run_wire(model, p, store, c)),
+                ("sdk_typed", lambda p, tag: run_sdk_typed(model, p, store, c)),
+                ("minimal_aiohttp", lambda p, tag: run_minimal_aiohttp(port, p, store, c)),
+                ("minimal", lambda p, tag: run_minimal(port, p, store, c)),
             ]
-            for label, fn in clients:
+            for label, client in clients:
+                client(make_prompts(c, f"warm-{label}"), f"warm-{label}")
+                fn = lambda client=client, label=label: client(prompts, label)  # noqa: E731
                 row, answers[label] = measure(label, args.requests, fn, server.pid)
                 row["of_ceiling"] = round(row["req_s"] / ceiling, 3)
                 results.append(row)
