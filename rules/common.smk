@@ -249,14 +249,6 @@ def optional_result_inputs(wildcards):
     return {k: v for k, v in OPTIONAL_RESULT_INPUTS.items() if v in produced}
 
 
-def all_responses():
-    return [
-        f"results/responses/{m['name']}/{task}.parquet"
-        for m in config["models"]
-        for task in model_tasks(config, m)
-    ]
-
-
 def report_format():
     """The one format of each table shown in the Snakemake report."""
     formats = config["tables"]["formats"]

@@ -6,6 +6,7 @@ rule parse:
         parsed="results/parsed/{model}.parquet",
         run="results/parsed/{model}.run.json",
         outcomes="results/parsed/{model}.outcomes.parquet",
+        facts="results/parsed/{model}.facts.parquet",
     log:
         "results/logs/parse/{model}.log",
     conda:

@@ -9,7 +9,7 @@ rule tables:
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
-        responses=all_responses(),
+        facts=expand("results/parsed/{model}.facts.parquet", model=MODELS),
         outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:
         table_report_outputs(),
@@ -32,7 +32,7 @@ rule leaderboard:
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
         parsed=expand("results/parsed/{model}.parquet", model=MODELS),
-        responses=all_responses(),
+        facts=expand("results/parsed/{model}.facts.parquet", model=MODELS),
         outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:
         report(

@@ -11,7 +11,7 @@ def main(sm):
         sm.input.metrics,
         sm.input.runs,
         sm.input.parsed,
-        sm.input.responses,
+        sm.input.facts,
         sm.input.outcomes,
         intervals=sm.input.get("intervals"),
         stamp=sm.input.get("stamp"),

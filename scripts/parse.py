@@ -1,5 +1,6 @@
-"""Snakemake adapter: one model run's raw responses -> strict/compatible/legacy parses, and
-each sample's request outcome class (read by the explorer and the tables)."""
+"""Snakemake adapter: one model run's raw responses -> strict/compatible/legacy parses, each
+sample's request outcome class (read by the explorer and the tables), and the response rows
+without their texts (the usage table's, the mode check's and the run summary's facts)."""
 
 # ruff: noqa: E402
 from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
@@ -14,10 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dualcog.arrow_rows import rows_where
-from dualcog.outcomes import OUTCOME_COLUMNS, request_outcomes
+from dualcog.outcomes import OUTCOME_COLUMNS, request_outcomes, response_facts_table
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
-from dualcog.schemas import PARSED, REQUEST_OUTCOMES, read_arrow, write_table
+from dualcog.schemas import PARSED, REQUEST_OUTCOMES, RESPONSE_FACTS, read_arrow, write_table
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'
 # bookkeeping are never converted. Arrow in and out: no pandas frame in between, and no
@@ -32,7 +33,8 @@ def _present(path, wanted):
 
 
 def main(sm):
-    wanted = set(RESPONSE_COLUMNS) | set(OUTCOME_COLUMNS)
+    wanted = set(RESPONSE_COLUMNS) | set(OUTCOME_COLUMNS) | set(RESPONSE_FACTS.names)
+    wanted |= {"reasoning_text"}  # for the facts' has_reasoning flag
     table = pa.concat_tables(
         [read_arrow(p, columns=_present(p, wanted)) for p in sm.input.responses]
     )
@@ -45,6 +47,7 @@ def main(sm):
     log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)
     write_table(request_outcomes(table, parsed), REQUEST_OUTCOMES, sm.output.outcomes)
+    write_table(response_facts_table(table), RESPONSE_FACTS, sm.output.facts)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)
 

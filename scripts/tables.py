@@ -14,7 +14,7 @@ def main(sm):
         sm.input.metrics,
         sm.input.runs,
         sm.input.parsed,
-        sm.input.responses,
+        sm.input.facts,
         sm.input.outcomes,
         stamp=sm.input.get("stamp"),
         models=models,

@@ -219,6 +219,7 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
             "output": {
                 "parsed": str(out / "sim.parsed.parquet"),
                 "outcomes": str(out / "sim.outcomes.parquet"),
+                "facts": str(out / "sim.facts.parquet"),
                 "run": str(out / "run.json"),
             },
             "params": {"bbox_scale": None},
@@ -241,6 +242,8 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
     assert json.loads((out / "run.json").read_text())["scale"] == "per_mille"
     outcomes = pd.read_parquet(out / "sim.outcomes.parquet")
     assert len(outcomes) == 2 + 2 and set(outcomes["outcome"]) <= {"answered", "unparsable"}
+    facts = pd.read_parquet(out / "sim.facts.parquet")
+    assert len(facts) == 2 + 2 and not facts["empty"].any() and set(facts["status"]) == {"ok"}
 
 
 def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -13,14 +14,15 @@ import pytest
 from dualcog.errors import DataError
 from dualcog.estimate import estimate, estimate_lines
 from dualcog.inference.cache import ResponseCache, answer_settings_json, cache_key, cache_path
-from dualcog.outcomes import request_outcomes
-from dualcog.schemas import REQUEST_OUTCOMES, RESPONSES, write_table
+from dualcog.outcomes import request_outcomes, response_facts_table
+from dualcog.schemas import REQUEST_OUTCOMES, RESPONSE_FACTS, RESPONSES, write_table
 from dualcog.tables import to_csv, to_markdown
 from dualcog.tables.usage import build_usage
 from dualcog.usage import (
     classify,
     mode_flags,
     outcome_shares,
+    read_facts,
     read_request_outcomes,
     read_response_facts,
     response_facts,
@@ -240,6 +242,51 @@ def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
     assert lines[-1].startswith("  total: 2 requests") and "$0.0051" in lines[-1]
     facts = read_response_facts(sorted((tmp_path / "responses").rglob("*.parquet")))
     assert len(facts) == 3
+
+
+def test_the_parse_jobs_facts_equal_the_facts_read_from_the_responses(tmp_path: Path) -> None:
+    records = rows(
+        "api-Thinking",
+        {"prompt_tokens": 1000, "completion_tokens": 250, "reasoning_tokens": 50},
+        {"reasoning_text": "  \n ", "raw_text": " \t"},  # blank texts: empty, no reasoning
+        {"reasoning_text": "because", "finish_reason": "stop"},
+        {"status": "error", "raw_text": None, "error_type": "http_500", "error_message": "x"},
+        {"refusal": "I cannot help with that", "raw_text": None, "cached_tokens": 3},
+        {"status": "missing", "raw_text": None},
+    )
+    responses = tmp_path / "responses.parquet"
+    write_responses(responses, records)
+    facts_path = tmp_path / "api-Thinking.facts.parquet"
+    write_table(response_facts_table(pq.read_table(responses)), RESPONSE_FACTS, facts_path)
+    from_facts = read_facts([facts_path])
+    pd.testing.assert_frame_equal(from_facts, read_response_facts([responses]))
+    assert from_facts["empty"].tolist() == [False, True, False, True, True, True]
+    assert from_facts["refused"].tolist() == [False, False, False, False, True, False]
+    assert from_facts["has_reasoning"].tolist() == [True, False, True, False, False, False]
+    empty = read_facts([])
+    assert list(empty.columns) == list(from_facts.columns) and empty.empty
+    with pytest.raises(DataError, match="lacks a column") as raised:
+        write_table(pd.DataFrame(records), RESPONSES, tmp_path / "not-facts.parquet")
+        read_facts([tmp_path / "not-facts.parquet"])
+    assert "not-facts.parquet" in str(raised.value) and "empty" in str(raised.value)
+
+
+def test_run_usage_lines_read_the_facts_only_when_newer_than_the_responses(
+    tmp_path: Path,
+) -> None:
+    config = {"tasks": ["landmark_position"], "models": [PRICED]}
+    answers = tmp_path / "responses" / "api-Instant" / "landmark_position.parquet"
+    write_responses(answers, rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}))
+    facts = tmp_path / "parsed" / "api-Instant.facts.parquet"
+    facts.parent.mkdir(parents=True)
+    # Facts that say otherwise (two requests), to tell which file was read.
+    two = rows("api-Instant", {"prompt_tokens": 10, "completion_tokens": 1}, {"prompt_tokens": 10})
+    write_table(response_facts_table(pa.Table.from_pylist(two)), RESPONSE_FACTS, facts)
+    os.utime(answers, (1_000_000, 1_000_000))
+    os.utime(facts, (2_000_000, 2_000_000))
+    assert run_usage_lines(config, tmp_path)[1].startswith("  api-Instant: 2 requests, 20 prompt")
+    os.utime(answers, (3_000_000, 3_000_000))  # answered again after the parse: not summed yet
+    assert run_usage_lines(config, tmp_path)[1].startswith("  api-Instant: 1 requests, 1,000")
 
 
 def test_estimate_subtracts_the_cache_and_uses_its_mean(tmp_path: Path) -> None:

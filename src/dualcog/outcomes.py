@@ -101,6 +101,50 @@ OUTCOME_COLUMNS = ("sample_id", "task", "status", "raw_text", "finish_reason", "
                    "error_message", "refusal")  # fmt: skip
 
 
+# What `response_facts_table` reads of a responses table: its columns less the texts, whose
+# flags it keeps instead.
+FACT_TEXT_COLUMNS = ("raw_text", "reasoning_text", "refusal")
+
+
+def response_facts_table(responses: pa.Table) -> pa.Table:
+    """One run's response rows as schemas.RESPONSE_FACTS: the bookkeeping columns as they are
+    (one the table lacks all null), the texts reduced to the flags `empty`, `refused` and
+    `has_reasoning` (a reasoning text, or reasoning tokens above 0). Loads no pandas."""
+    from dualcog.arrow_rows import column_array
+    from dualcog.schemas import RESPONSE_FACTS
+
+    n, names = responses.num_rows, set(responses.column_names)
+    null_text = pa.nulls(n, pa.string())
+
+    def text(name: str) -> pa.ChunkedArray | pa.Array:
+        return responses.column(name) if name in names else null_text
+
+    def kept(field: pa.Field) -> pa.ChunkedArray | pa.Array:
+        if field.name not in names:
+            return pa.nulls(n, field.type)
+        column = responses.column(field.name)
+        return column if column.type == field.type else column.cast(field.type)
+
+    columns = {field.name: kept(field) for field in RESPONSE_FACTS if field.type != pa.bool_()}
+    reasoning = zip(
+        blank_list(text("reasoning_text")), columns["reasoning_tokens"].to_pylist(), strict=True
+    )
+    flags = {
+        "empty": blank_list(text("raw_text")),
+        "refused": [not blank for blank in blank_list(text("refusal"))],
+        "has_reasoning": [
+            not blank or (tokens is not None and tokens > 0) for blank, tokens in reasoning
+        ],
+    }
+    arrays = [
+        column_array(flags[field.name], field.type, field.name)
+        if field.name in flags
+        else columns[field.name]
+        for field in RESPONSE_FACTS
+    ]
+    return pa.Table.from_arrays(arrays, schema=RESPONSE_FACTS)
+
+
 def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa.Table:
     """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
     sample's last response row; its compatible parse in `parsed` (PARSED rows) decides

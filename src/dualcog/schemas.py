@@ -191,6 +191,29 @@ REQUEST_OUTCOMES = pa.schema(
     ]
 )
 
+# One run's response rows without their texts (dualcog.outcomes.response_facts_table), written
+# by the `parse` job: what the usage table, the mode check and the run summary read, instead
+# of every responses file with its texts.
+RESPONSE_FACTS = pa.schema(
+    [
+        ("sample_id", pa.string()),
+        ("task", pa.string()),
+        ("model", pa.string()),
+        ("backend", pa.string()),
+        ("status", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("reasoning_tokens", pa.int64()),
+        ("cached_tokens", pa.int64()),
+        ("finish_reason", pa.string()),
+        ("error_type", pa.string()),
+        ("error_message", pa.string()),
+        ("empty", pa.bool_()),  # no answer text (null or only whitespace)
+        ("refused", pa.bool_()),  # a refusal text
+        ("has_reasoning", pa.bool_()),  # a reasoning text, or reasoning tokens above 0
+    ]
+)
+
 METRICS = pa.schema(
     [
         ("model", pa.string()),

@@ -29,12 +29,12 @@ import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
 from dualcog.outcomes import (
-    blank_list,
     outcome_class,
+    response_facts_table,
     unparsable_keys,
 )
 from dualcog.prices import model_prices
-from dualcog.schemas import OUTCOMES
+from dualcog.schemas import OUTCOMES, RESPONSE_FACTS
 
 # cached_tokens: the part of prompt_tokens the provider served from its prompt cache.
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
@@ -46,41 +46,12 @@ _READ_COLUMNS = (
 )  # fmt: skip
 
 
-# The texts are reduced to these flags; the other columns are kept as they are.
-_TEXT_COLUMNS = ("raw_text", "reasoning_text", "refusal")
-_FACT_COLUMNS = tuple(c for c in _READ_COLUMNS if c not in _TEXT_COLUMNS)
-
-
-def _facts_table(table: pa.Table) -> pa.Table:
-    """`response_facts` in Arrow: the kept columns (a missing one all null; token counts as
-    float64) and the three text flags."""
-    names = set(table.column_names)
-    rows = len(table)
-
-    def column(name: str, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
-        return table.column(name).cast(kind) if name in names else pa.nulls(rows, kind)
-
-    columns = {
-        name: column(name, pa.float64() if name in TOKEN_COLUMNS else pa.string())
-        for name in _FACT_COLUMNS
-    }
-    raw, reasoning, refusal = (column(name, pa.string()) for name in _TEXT_COLUMNS)
-    reasoning_tokens = columns["reasoning_tokens"].to_pylist()
-    columns["empty"] = pa.array(blank_list(raw), pa.bool_())
-    columns["refused"] = pa.array([not blank for blank in blank_list(refusal)], pa.bool_())
-    columns["has_reasoning"] = pa.array(
-        [
-            not blank or (tokens is not None and tokens > 0)
-            for blank, tokens in zip(blank_list(reasoning), reasoning_tokens, strict=True)
-        ],
-        pa.bool_(),
-    )
-    return pa.table(columns)
-
-
 def _facts_frame(facts: pa.Table) -> pd.DataFrame:
-    """One conversion for all files: token counts as nullable Float64, `has_reasoning` as
-    nullable boolean (never null), as the frames built per column were."""
+    """RESPONSE_FACTS rows as the frame the tables read: token counts as nullable Float64,
+    `has_reasoning` as nullable boolean (never null)."""
+    for name in TOKEN_COLUMNS:
+        index = facts.schema.get_field_index(name)
+        facts = facts.set_column(index, name, facts.column(name).cast(pa.float64()))
     frame = facts.to_pandas(types_mapper={pa.float64(): pd.Float64Dtype()}.get)
     frame["has_reasoning"] = frame["has_reasoning"].astype("boolean")
     return frame
@@ -89,29 +60,48 @@ def _facts_frame(facts: pa.Table) -> pd.DataFrame:
 def response_facts(table: pa.Table) -> pd.DataFrame:
     """One row per response row, texts reduced to flags: `empty` (no answer text),
     `refused` (a refusal text) and `has_reasoning` (a reasoning text, or reasoning tokens
-    above 0)."""
-    return _facts_frame(_facts_table(table))
+    above 0); `response_facts_table` as a frame."""
+    return _facts_frame(response_facts_table(table))
+
+
+def _read(path: str | Path, columns: Iterable[str], what: str) -> pa.Table:
+    """The `columns` a Parquet file has; DataError names a file that does not read or lacks
+    one of the columns every caller needs."""
+    try:
+        schema = pq.read_schema(path)
+        table = pq.ParquetFile(path).read(columns=[c for c in columns if c in schema.names])
+    except (OSError, pa.ArrowException) as exc:
+        raise DataError(f"cannot read {what}: {exc}", file=str(path)) from exc
+    for required in ("sample_id", "task", "model", "status"):
+        if required not in table.column_names:
+            raise DataError(f"{what} table lacks a column", file=str(path), field=required)
+    return table
 
 
 def read_response_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
     """`response_facts` of several responses files, concatenated; DataError names a bad file.
 
     Built in Arrow per file and converted to pandas once: a conversion per file and column
-    cost most of the end-of-run summary's and the tables' time at the paper's 270 files."""
-    tables = []
-    for path in paths:
-        try:
-            schema = pq.read_schema(path)
-            wanted = [c for c in _READ_COLUMNS if c in schema.names]
-            table = pq.ParquetFile(path).read(columns=wanted)
-        except (OSError, pa.ArrowException) as exc:
-            raise DataError(f"cannot read responses: {exc}", file=str(path)) from exc
-        for required in ("sample_id", "task", "model", "status"):
-            if required not in table.column_names:
-                raise DataError("responses table lacks a column", file=str(path), field=required)
-        tables.append(_facts_table(table))
+    cost most of the time at the paper's 270 files."""
+    tables = [response_facts_table(_read(p, _READ_COLUMNS, "responses")) for p in paths]
     if not tables:
         return response_facts(pa.table({c: pa.array([], pa.string()) for c in _READ_COLUMNS}))
+    return _facts_frame(pa.concat_tables(tables))
+
+
+def read_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """The `parse` jobs' RESPONSE_FACTS files, concatenated, as `read_response_facts` gives
+    them from the responses files; DataError names a bad file."""
+    tables = []
+    for path in paths:
+        table = _read(path, RESPONSE_FACTS.names, "response facts")
+        missing = [name for name in RESPONSE_FACTS.names if name not in table.column_names]
+        if missing:
+            raise DataError("response facts table lacks a column", file=str(path),
+                            field=missing[0])  # fmt: skip
+        tables.append(table.select(RESPONSE_FACTS.names).cast(RESPONSE_FACTS))
+    if not tables:
+        return _facts_frame(RESPONSE_FACTS.empty_table())
     return _facts_frame(pa.concat_tables(tables))
 
 
@@ -300,20 +290,40 @@ def usage_lines(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> lis
 
 
 def run_usage_lines(config: Mapping[str, Any], results: str | Path = "results") -> list[str]:
-    """The end-of-run summary's usage lines: every responses file of the config's models that
-    exists under `results/responses/` (a partly finished run reports what it has)."""
+    """The end-of-run summary's usage lines, from each configured model's files under
+    `results/`: its `parse` job's response facts where they are newer than every responses
+    file of the model, else the responses files that exist (a run that stopped before
+    parsing, or targeted inference only, reports what it has)."""
     from dualcog.config import model_tasks
 
-    paths = [
-        path
-        for model in config.get("models", [])
-        for task in model_tasks(config, model)
-        if (path := Path(results) / "responses" / str(model["name"]) / f"{task}.parquet").is_file()
-    ]
-    if not paths:
+    facts, responses = [], []
+    for model in config.get("models", []):
+        name = str(model["name"])
+        answered = [
+            path
+            for task in model_tasks(config, model)
+            if (path := Path(results) / "responses" / name / f"{task}.parquet").is_file()
+        ]
+        summary = Path(results) / "parsed" / f"{name}.facts.parquet"
+        if answered and _newer_than_all(summary, answered):
+            facts.append(summary)
+        else:
+            responses.extend(answered)
+    if not facts and not responses:
         return []
     try:
-        facts = read_response_facts(paths)
+        frames = [read_facts(facts)] if facts else []
+        if responses:
+            frames.append(read_response_facts(responses))
     except DataError as error:
         return [f"usage: not summed ({error})"]
-    return usage_lines(facts, config.get("models", []))
+    combined = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return usage_lines(combined, config.get("models", []))
+
+
+def _newer_than_all(path: Path, others: Iterable[Path]) -> bool:
+    try:
+        written = path.stat().st_mtime
+    except OSError:
+        return False
+    return all(written >= other.stat().st_mtime for other in others)

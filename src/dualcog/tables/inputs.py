@@ -18,8 +18,8 @@ from dualcog.tables.coverage import mean_output_tokens
 from dualcog.usage import (
     mode_flags,
     outcome_shares,
+    read_facts,
     read_request_outcomes,
-    read_response_facts,
 )
 
 INTERVAL_COLUMNS = (
@@ -84,7 +84,7 @@ def load_inputs(
     metrics: str | Path,
     runs: Iterable[str | Path] = (),
     parsed: Iterable[str | Path] = (),
-    responses: Iterable[str | Path] = (),
+    facts: Iterable[str | Path] = (),
     outcomes: Iterable[str | Path] = (),
     intervals: str | Path | None = None,
     stamp: str | Path | None = None,
@@ -101,7 +101,7 @@ def load_inputs(
         run_info[str(run["model"])] = run
     parsed_by_model = {Path(p).stem: _read_parquet(p, _PARSED_COLUMNS) for p in parsed}
     counts = {model: stage_counts(frame) for model, frame in parsed_by_model.items()}
-    facts = read_response_facts(responses)
+    facts = read_facts(facts)
     tokens = mean_output_tokens([facts])
     classes = read_request_outcomes({_outcomes_model(p): p for p in outcomes})
     models = list(models)
