@@ -8,7 +8,6 @@ rule tables:
         unpack(stamp_input),
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
-        parsed=expand("results/parsed/{model}.parquet", model=MODELS),
         facts=expand("results/parsed/{model}.facts.parquet", model=MODELS),
         outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:
@@ -31,7 +30,6 @@ rule leaderboard:
         unpack(optional_result_inputs),
         metrics="results/metrics/metrics.parquet",
         runs=expand("results/parsed/{model}.run.json", model=MODELS),
-        parsed=expand("results/parsed/{model}.parquet", model=MODELS),
         facts=expand("results/parsed/{model}.facts.parquet", model=MODELS),
         outcomes=expand("results/parsed/{model}.outcomes.parquet", model=MODELS),
     output:

@@ -10,7 +10,6 @@ def main(sm):
     inputs = load_inputs(
         sm.input.metrics,
         sm.input.runs,
-        sm.input.parsed,
         sm.input.facts,
         sm.input.outcomes,
         intervals=sm.input.get("intervals"),

@@ -13,7 +13,6 @@ def main(sm):
     inputs = load_inputs(
         sm.input.metrics,
         sm.input.runs,
-        sm.input.parsed,
         sm.input.facts,
         sm.input.outcomes,
         stamp=sm.input.get("stamp"),

@@ -6,6 +6,7 @@ from parse_corpus import BEHAVIOR_CASES, IMAGE_CASES, VISIBILITY_CASES
 
 from dualcog.parsing import parse_run, parse_run_table
 from dualcog.schemas import PARSED, write_table
+from dualcog.tasks import IMAGE_TASKS
 
 OPTIONS = [{"option_id": o, "label": f"label {o}", "level": None} for o in "ABCDEF"]
 EDGE_RAWS = {
@@ -49,6 +50,12 @@ def test_arrow_and_pandas_paths_write_the_same_bytes(tmp_path):
     table, table_info = parse_run_table(samples, responses)
     assert table_info == frame_info
     assert sum(frame_info["stage_counts"]["compatible"].values()) == samples.num_rows
+    # The audit table's counts: image samples per compatible-parse stage.
+    image = frame[(frame["parse"] == "compatible") & frame["task"].isin(IMAGE_TASKS)]
+    assert table_info["image_compatible_stages"] == dict(
+        sorted(image["stage"].value_counts().items())
+    )
+    assert sum(table_info["image_compatible_stages"].values()) < samples.num_rows  # no video
     write_table(frame, PARSED, tmp_path / "frame.parquet")
     write_table(table, PARSED, tmp_path / "table.parquet")
     assert (tmp_path / "frame.parquet").read_bytes() == (tmp_path / "table.parquet").read_bytes()

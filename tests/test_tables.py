@@ -11,7 +11,6 @@ from dualcog.tables import (
     build_audit,
     build_main,
     image_columns,
-    stage_counts,
     to_csv,
     to_html,
     to_latex,
@@ -123,15 +122,7 @@ def test_audit_needs_all_four_image_tasks() -> None:
     assert audit.frame.empty or pd.isna(audit.frame.loc["a", "Compatible BBox Acc@0.5"])
 
 
-def test_build_all_names_and_stage_counts() -> None:
-    parsed = pd.DataFrame(
-        {
-            "task": ["landmark_position", "landmark_position", "behavior", "self_position"],
-            "parse": ["compatible", "strict", "compatible", "compatible"],
-            "stage": ["fence", "invalid", "keys", "fence"],
-        }
-    )
-    assert stage_counts(parsed) == {"fence": 2}
+def test_build_all_names() -> None:
     metrics = _image_metrics({"a": 0.5})
     names = [t.name for t in build_all(["audit", "overall"], metrics, MODELS, {}, {})]
     assert names == ["audit", "overall"]

@@ -4,7 +4,8 @@ PROTOCOL_REVISION = "2.3"  # revision of the evaluation contract implemented (do
 
 INGEST_VERSION = "ingest-3"
 RENDER_VERSION = "render-2"
-PARSER_VERSION = "parse-2"
+# parse 3: the run file counts the audit's stages; a facts file beside the outcome classes
+PARSER_VERSION = "parse-3"
 SCORER_VERSION = "score-2"
 # tables 3: usage table, outcome shares in the audit; 4: cached tokens, refusal texts
 TABLES_VERSION = "tables-4"

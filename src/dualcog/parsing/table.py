@@ -147,6 +147,16 @@ class _Rows:
             counts[row[_PARSE]][row[_STAGE]] += 1
         return {mode: dict(sorted(c.items())) for mode, c in counts.items()}
 
+    def image_compatible_stages(self) -> dict[str, int]:
+        """Image samples per compatible-parse stage (stages sorted): the audit table's counts,
+        so that the tables need not read every parsed file again."""
+        counts = Counter(
+            row[_STAGE]
+            for row in self.rows
+            if row[_PARSE] == "compatible" and row[_TASK] in _IMAGE_TASKS
+        )
+        return dict(sorted(counts.items()))
+
 
 _IMAGE_COLUMNS = (
     "option_ids",
@@ -168,7 +178,7 @@ _VISIBILITY_COLUMNS = (
     "intervals_valid",
     "intervals_reason",
 )
-_PARSE, _STAGE = PARSED.names.index("parse"), PARSED.names.index("stage")
+_TASK, _PARSE, _STAGE = (PARSED.names.index(n) for n in ("task", "parse", "stage"))
 _NO_IMAGE = (None,) * len(_IMAGE_COLUMNS)
 _NO_BEHAVIOR = (None,) * len(_BEHAVIOR_COLUMNS)
 _NO_VISIBILITY = (None,) * len(_VISIBILITY_COLUMNS)
@@ -279,5 +289,6 @@ def _parse_rows(
         "n_boxes": len(evidence),
         "n_over_one": n_over_one,
         "stage_counts": columns.stage_counts(),
+        "image_compatible_stages": columns.image_compatible_stages(),
     }
     return columns, info

@@ -21,7 +21,6 @@ _EXPORTS = {
     "build_audit": "build",
     "build_main": "build",
     "model_rows": "build",
-    "stage_counts": "build",
     "coverage_from_metrics": "coverage",
     "mean_output_tokens": "coverage",
     "to_html": "html",

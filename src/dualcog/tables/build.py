@@ -249,12 +249,6 @@ def audit_gains(audit: Table) -> Table:
     )
 
 
-def stage_counts(parsed: pd.DataFrame) -> dict[str, int]:
-    """Image samples per compatible-parse stage label, for the audit table."""
-    rows = parsed[(parsed["parse"] == "compatible") & parsed["task"].isin(IMAGE_TASKS)]
-    return {str(k): int(v) for k, v in rows["stage"].value_counts().items()}
-
-
 @dataclass(frozen=True)
 class UsageInputs:
     """What the usage table and the outcome shares are built from (`dualcog.usage`)."""

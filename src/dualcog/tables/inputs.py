@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
-from dualcog.tables.build import UsageInputs, stage_counts
+from dualcog.tables.build import UsageInputs
 from dualcog.tables.coverage import mean_output_tokens
 from dualcog.usage import (
     mode_flags,
@@ -26,7 +26,6 @@ INTERVAL_COLUMNS = (
     "model", "task", "parse", "stratum", "metric", "value",
     "ci_low", "ci_high", "n_clusters", "n_boot", "seed", "level",
 )  # fmt: skip
-_PARSED_COLUMNS = ["sample_id", "task", "parse", "stage", "all_valid"]
 
 
 @dataclass
@@ -83,7 +82,6 @@ def _outcomes_model(path: str | Path) -> str:
 def load_inputs(
     metrics: str | Path,
     runs: Iterable[str | Path] = (),
-    parsed: Iterable[str | Path] = (),
     facts: Iterable[str | Path] = (),
     outcomes: Iterable[str | Path] = (),
     intervals: str | Path | None = None,
@@ -94,13 +92,22 @@ def load_inputs(
     their backend and prices) decide the usage and the mode check; `outcomes` are the runs'
     request outcome classes as the `parse` jobs wrote them (`<model>.outcomes.parquet`)."""
     run_info: dict[str, Mapping[str, Any]] = {}
+    counts: dict[str, dict[str, int]] = {}
     for path in runs:
         run = read_json(path)
         if not isinstance(run, Mapping) or "model" not in run:
             raise DataError("run file has no model name", file=str(path), field="model")
         run_info[str(run["model"])] = run
-    parsed_by_model = {Path(p).stem: _read_parquet(p, _PARSED_COLUMNS) for p in parsed}
-    counts = {model: stage_counts(frame) for model, frame in parsed_by_model.items()}
+        # The audit's stage counts, as the `parse` job counted them (not every parsed file
+        # read again).
+        stages = run.get("image_compatible_stages")
+        if not isinstance(stages, Mapping):
+            raise DataError(
+                "run file has no stage counts (written by an older parse job: rerun it)",
+                file=str(path),
+                field="image_compatible_stages",
+            )
+        counts[str(run["model"])] = {str(k): int(v) for k, v in stages.items()}
     facts = read_facts(facts)
     tokens = mean_output_tokens([facts])
     classes = read_request_outcomes({_outcomes_model(p): p for p in outcomes})
