@@ -81,14 +81,18 @@ def git_state(root: Path = SOURCE_ROOT) -> dict[str, Any] | None:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
-    inside = git("rev-parse", "--show-toplevel")
-    if not inside or Path(inside).resolve() != root.resolve():
+    if not (root / ".git").exists():
         return None  # the code is not the top of a checkout (e.g. an installed wheel)
-    commit = git("rev-parse", "HEAD")
-    if not commit:
+    # One git process (each costs a few ms, and every explorer job stamps its page): the
+    # commit is the status's `branch.oid` header, and any other line is a modified file.
+    status = git("status", "--porcelain=v2", "--branch", "--untracked-files=no")
+    if status is None:
         return None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status)}
+    lines = status.splitlines()
+    commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if not commit or commit == "(initial)":
+        return None
+    return {"commit": commit, "dirty": any(not line.startswith("#") for line in lines)}
 
 
 def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
