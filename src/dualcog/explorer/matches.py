@@ -102,7 +102,7 @@ def class_counts(classes: Sequence[ClassMatch]) -> IntervalCounts:
     """The scorer's counts (`match_classes`) of one sample's classes, from their matches."""
     tp = n_gold = n_pred = 0
     tiou_sum = 0.0
-    for c in classes:  # one pass (three `sum`s and a loop were a tenth of a page's records)
+    for c in classes:  # one pass over the classes, not four
         tp += len(c.matched)
         n_gold += len(c.gold)
         n_pred += len(c.pred) + c.invalid_pred
