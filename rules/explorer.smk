@@ -40,7 +40,7 @@ rule explorer:
         scores="results/scores/{model}.parquet",
         responses=responses_of,
         media="results/explorer/media.parquet",
-        manifests=manifest_files(),
+        data_stamp="results/data_stamp.json",
         replay=replay_sources,
         served=served_facts_of,
     output:

@@ -17,3 +17,20 @@ rule stamp:
         protocol=PROTOCOL_REVISION,
     script:
         "../scripts/stamp.py"
+
+
+# The manifests' digests, made once for the per-model explorer pages' stamps (each would
+# otherwise hash every manifest again).
+rule data_stamp:
+    input:
+        manifests=manifest_files(),
+    output:
+        "results/data_stamp.json",
+    log:
+        "results/logs/data_stamp.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        data_root=lambda wildcards: config["data_root"],
+    script:
+        "../scripts/data_stamp.py"

@@ -7,6 +7,7 @@ from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
 # never converts numpy values (why, and what it saves: dualcog.runtime).
 import_pyarrow_without_numpy()
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,7 +40,12 @@ def main(sm):
         MediaIndex.from_table(read_arrow(sm.input.media)),
         read_arrow(sm.input.outcomes),
     )
-    stamp = build_stamp({model: sm.params.stamp}, list(sm.input.manifests), sm.params.data_root)
+    stamp = build_stamp(
+        {model: sm.params.stamp},
+        [],
+        sm.params.data_root,
+        data=json.loads(Path(sm.input.data_stamp).read_text(encoding="utf-8")),
+    )
     files = write_explorer(
         model,
         records,

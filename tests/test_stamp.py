@@ -16,6 +16,7 @@ from dualcog.schemas import METRICS, write_table
 from dualcog.stamp import (
     METADATA_KEY,
     build_stamp,
+    data_stamp,
     git_state,
     model_entry,
     parquet_stamp,
@@ -53,6 +54,22 @@ def _stamp(models: list[dict], data_root: Path) -> dict:
     entries = {m["name"]: model_entry(m) for m in config["models"]}
     manifests = sorted(data_root.glob("**/*.json"))
     return build_stamp(entries, manifests, data_root, now=NOW, base=data_root.parent)
+
+
+def test_a_stamp_from_the_runs_data_stamp_is_the_same_stamp(data_root: Path) -> None:
+    """The explorer pages take the manifests' digests from results/data_stamp.json (made once
+    per run): the stamp equals one that hashes the manifests itself, and follows a change."""
+    config = validate_config({"data_root": str(data_root), "models": MODELS})
+    entries = {m["name"]: model_entry(m) for m in config["models"]}
+    manifests = sorted(data_root.glob("**/*.json"))
+    data = json.loads(json.dumps(data_stamp(manifests, data_root)))  # as the file holds it
+    given = build_stamp(entries, [], data_root, now=NOW, base=data_root.parent, data=data)
+    assert given == _stamp(MODELS, data_root)
+    assert list(given["data"]["manifests"]) == [
+        "scene/image_tasks/manifests/scene.latest_manifest.json"
+    ]
+    manifests[0].write_text('{"samples": [1]}')
+    assert data_stamp(manifests, data_root)["digest"] != data["digest"]
 
 
 def _digests(stamp: dict) -> dict[str, str]:

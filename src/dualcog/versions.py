@@ -11,7 +11,8 @@ SCORER_VERSION = "score-2"
 TABLES_VERSION = "tables-4"
 STATS_VERSION = "stats-1"
 PLOTS_VERSION = "plots-1"
-EXPLORER_VERSION = "explorer-7"  # 3: request-outcome filter; 4: thumbnails from the sources;
+EXPLORER_VERSION = "explorer-8"  # 3: request-outcome filter; 4: thumbnails from the sources;
 # 5: a refusal text makes a sample refused, bilinear thumbnails, outcome classes read from
 # the parse step; 6: chunks carry records, the page draws the cards; 7: the samples' cards
-# written once (explorer_samples), a model's chunks carry only its records
+# written once (explorer_samples), a model's chunks carry only its records; 8: video grids
+# decoded without H.264's deblocking filter on non-key frames

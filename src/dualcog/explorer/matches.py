@@ -100,11 +100,12 @@ def match_one_class(
 
 def class_counts(classes: Sequence[ClassMatch]) -> IntervalCounts:
     """The scorer's counts (`match_classes`) of one sample's classes, from their matches."""
-    tp = sum(len(c.matched) for c in classes)
-    n_gold = sum(len(c.gold) for c in classes)
-    n_pred = sum(len(c.pred) + c.invalid_pred for c in classes)
+    tp = n_gold = n_pred = 0
     tiou_sum = 0.0
-    for c in classes:
+    for c in classes:  # one pass over the classes, not four
+        tp += len(c.matched)
+        n_gold += len(c.gold)
+        n_pred += len(c.pred) + c.invalid_pred
         tiou_sum += left_to_right_sum(c.overlap.values())
     return IntervalCounts(tp=tp, fp=n_pred - tp, fn=n_gold - tp, tiou_sum=tiou_sum, n_gold=n_gold)
 

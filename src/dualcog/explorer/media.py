@@ -49,6 +49,11 @@ THUMB_FILTER = Image.Resampling.BILINEAR
 # bilinear step cost a third of a thumbnail's CPU (docs/performance.md, "`explorer_media`:
 # thumbnails and sprite sheets").
 DRAFT_SLACK = 1.25
+# H.264 decoded without the in-loop deblocking filter on all but keyframes: a sixth of a
+# grid's CPU, and a cell differs from the filtered decode by less than its JPEG encoding
+# changes it (PSNR and CPU: docs/performance.md, "`explorer_media`: thumbnails and sprite
+# sheets"). Every frame is still decoded, so which frame a cell shows does not change.
+DECODER_OPTIONS = {"skip_loop_filter": "nokey"}
 
 MEDIA_COLUMNS = ["kind", "source", "files", "times", "width", "height"]
 
@@ -169,6 +174,7 @@ def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow
         # Default (no frame threads): the rule already runs one video per worker thread, and
         # frame threading cost ~30 % more CPU per video at the benchmark's frame size.
         stream = container.streams.video[0]
+        stream.codec_context.options = dict(DECODER_OPTIONS)
         # pts * num / den: float(Fraction(pts) * time_base) exactly (both correctly rounded).
         num, den = stream.time_base.numerator, stream.time_base.denominator
         previous = None  # (time, frame)

@@ -156,16 +156,22 @@ def chunk_records(records: Sequence[Mapping | None]) -> list[dict | None]:
     return shown
 
 
+# Records and cards are trees of lists and dicts (no container holds itself), so the
+# encoder's cycle check, a third of encoding a model's chunks, has nothing to find; the text
+# is `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`'s.
+_CHUNK_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+
 def chunk_script(model: str, number: int, records: Sequence[Mapping | None]) -> str:
     """One chunk file: a call of the page's `dualcogChunk` with the records as JSON (a JSON
     text is a JavaScript expression; its strings cannot end the call)."""
-    data = json.dumps(records, ensure_ascii=False, separators=(",", ":"))
+    data = _CHUNK_JSON.encode(records)
     return f"dualcogChunk({json.dumps(model)},{number},{data});\n"
 
 
 def cards_script(number: int, cards: Sequence[Mapping]) -> str:
     """One chunk of sample cards: a call of the page's `dualcogSamples`."""
-    data = json.dumps(cards, ensure_ascii=False, separators=(",", ":"))
+    data = _CHUNK_JSON.encode(cards)
     return f"dualcogSamples({number},{data});\n"
 
 

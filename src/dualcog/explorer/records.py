@@ -397,7 +397,8 @@ def _sample_records(samples, parsed, scores, responses, media, outcomes):
         scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
     response_rows = _rows(responses, RESPONSE_COLUMNS)
     response_by = _by_sample(response_rows)  # the last row of an id wins
-    result_by = {(r["sample_id"], r["task"]): r["outcome"] for r in _rows(outcomes)}
+    ids, tasks, classes = (outcomes.column(n).to_pylist() for n in ("sample_id", "task", "outcome"))
+    result_by = dict(zip(zip(ids, tasks, strict=True), classes, strict=True))
     run_tasks = {r["task"] for r in response_rows} | set(parsed.column("task").to_pylist())
     no_row: dict[str, Any] = {}
     records: list[dict[str, Any] | None] = []
