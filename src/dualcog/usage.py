@@ -213,24 +213,26 @@ def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict
     from dualcog.backends import declared
 
     flags = {}
-    ok = facts[facts["status"] == "ok"]
+    # One grouping rather than a filter of every row per run (45 runs at the paper's scale).
+    ok = facts.loc[facts["status"] == "ok", ["model", "has_reasoning"]]
+    by_model = ok.groupby("model", sort=False)["has_reasoning"]
+    answered, reasoned = by_model.size().to_dict(), by_model.sum().to_dict()
     for model in models:
         name = str(model["name"])
         mode = has_mode(name)
         if not declared(model.get("backend")).reports_usage or mode not in ("Thinking", "Instant"):
             continue
-        answers = ok[ok["model"] == name]
-        if answers.empty:
+        if not answered.get(name):
             continue
-        with_reasoning = int(answers["has_reasoning"].sum())
+        with_reasoning = int(reasoned[name])
         if mode == "Thinking" and with_reasoning == 0:
             flags[name] = (
-                f"-Thinking run without reasoning: none of its {len(answers)} answers has a "
+                f"-Thinking run without reasoning: none of its {answered[name]} answers has a "
                 "reasoning text or reasoning tokens (did the thinking switch take effect?)"
             )
         elif mode == "Instant" and with_reasoning:
             flags[name] = (
-                f"-Instant run with reasoning: {with_reasoning} of its {len(answers)} answers "
+                f"-Instant run with reasoning: {with_reasoning} of its {answered[name]} answers "
                 "carry a reasoning text or reasoning tokens (did the switch take effect?)"
             )
     return flags
