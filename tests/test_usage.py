@@ -353,3 +353,23 @@ def test_estimate_prices_cached_tokens_and_names_a_limit_it_would_pass(tmp_path:
     # $0.0044 spent + $0.0176 planned = $0.022 > $0.01; tokens 2,200 + 8,800 < 100,000
     assert "cost_limit $0.01: $0.00 spent, the estimate passes it by $0.01" in line
     assert "token_limit 100,000: 2,200 spent, the estimate stays within it" in line
+
+
+def test_response_facts_of_several_files_equal_those_of_each_file(tmp_path: Path) -> None:
+    # Files of one schema are converted together, files whose columns differ one by one:
+    # either way the facts are those of each file, in the order given.
+    first = rows("api-Instant", {"prompt_tokens": 10, "reasoning_text": "hmm"}, {"raw_text": " "})
+    second = rows("api-Instant", {"status": "error", "error_type": "timeout", "raw_text": None})
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    write_responses(paths[0], first)
+    write_responses(paths[1], second)
+    expected = pd.concat([response_facts(pq.read_table(p)) for p in paths], ignore_index=True)
+    same = read_response_facts(paths)
+    pd.testing.assert_frame_equal(same, expected)
+    assert same["has_reasoning"].tolist() == [True, False, False]
+    assert same["empty"].tolist() == [False, True, True]
+    # A file without the reasoning column: a different schema.
+    table = pq.read_table(paths[1])
+    pq.write_table(table.drop_columns(["reasoning_text"]), tmp_path / "c.parquet")
+    mixed = read_response_facts([paths[0], tmp_path / "c.parquet"])
+    pd.testing.assert_frame_equal(mixed, same)

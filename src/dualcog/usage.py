@@ -68,8 +68,11 @@ def _read(path: str | Path, columns: Iterable[str], what: str) -> pa.Table:
     """The `columns` a Parquet file has; DataError names a file that does not read or lacks
     one of the columns every caller needs."""
     try:
-        schema = pq.read_schema(path)
-        table = pq.ParquetFile(path).read(columns=[c for c in columns if c in schema.names])
+        source = pq.ParquetFile(path)
+        wanted = [c for c in columns if c in source.schema_arrow.names]
+        # Without Arrow's thread pool: on files this small its hand-offs cost more CPU than
+        # they save (0.84-0.44 against 1.12-0.59 CPU-s for the paper scale's 270 responses).
+        table = source.read(columns=wanted, use_threads=False)
     except (OSError, pa.ArrowException) as exc:
         raise DataError(f"cannot read {what}: {exc}", file=str(path)) from exc
     for required in ("sample_id", "task", "model", "status"):

@@ -10,7 +10,8 @@ SCORER_VERSION = "score-2"
 # tables 3: usage table, outcome shares in the audit; 4: cached tokens, refusal texts
 TABLES_VERSION = "tables-4"
 STATS_VERSION = "stats-1"
-PLOTS_VERSION = "plots-1"
+# plots 2: the PNG's tight crop for the SVG too (its page differs by fractions of a point)
+PLOTS_VERSION = "plots-2"
 EXPLORER_VERSION = "explorer-8"  # 3: request-outcome filter; 4: thumbnails from the sources;
 # 5: a refusal text makes a sample refused, bilinear thumbnails, outcome classes read from
 # the parse step; 6: chunks carry records, the page draws the cards; 7: the samples' cards

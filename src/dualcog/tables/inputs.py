@@ -41,7 +41,7 @@ class TableInputs:
 
 def _read_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
     try:
-        return pq.read_table(path, columns=columns).to_pandas()
+        return pq.read_table(path, columns=columns, use_threads=False).to_pandas()
     except (OSError, pa.ArrowException) as exc:
         raise DataError(f"cannot read Parquet file: {exc}", file=str(path)) from exc
 
