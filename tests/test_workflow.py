@@ -185,3 +185,17 @@ def test_replayed_runs_with_other_task_lists_get_a_rule_of_their_own(tmp_path: P
     ]
     # A sharded replayed run is split like any other run.
     assert {w["model"] for rule, w in jobs if rule == "infer_shard"} == {"recorded-sharded"}
+
+
+def test_snakemake_starts_without_pandas_or_pyarrow(tmp_path: Path) -> None:
+    """Every Snakemake start-up reads the Snakefile (each cluster job's too): the modules it
+    imports load neither pandas nor pyarrow, about 0.6 CPU-s a start-up; the jobs that need
+    them import them (issue 21). Here, as in `make test`'s environment, no installed executor
+    plugin loads them either (the SLURM plugin, which does, is kept apart: Makefile). (numpy
+    is Snakemake's own: its YAML templating, yte, imports it.)"""
+    write_config(tmp_path, {"data_root": str(REPO / "resources" / "demo"),
+                            "models": [{"name": "oracle", "backend": "oracle"}]})  # fmt: skip
+    result = run_snakemake(tmp_path, "--dry-run", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = re.findall(r"^import time:.*\| +([\w.]+)$", result.stderr, flags=re.M)
+    assert "snakemake.workflow" in imported and "dualcog.ingest" in imported  # the trace is read
+    assert not {"pandas", "pyarrow"} & set(imported)

@@ -16,12 +16,13 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dualcog.errors import DataError
 from dualcog.tasks import REQUEST_BY_UPSTREAM
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -679,4 +680,8 @@ def ingest_excluding(
             log.warning("exclude_samples names ids not among the run's samples: %s", unknown)
     if not rows:
         raise DataError("no samples of the requested tasks", file=str(root))
+    # Imported here: the Snakefile imports this module for `find_manifests`, and pandas at
+    # import would add half a CPU second to every Snakemake start-up (each cluster job's too).
+    import pandas as pd
+
     return pd.DataFrame(rows), sorted(dropped)

@@ -12,11 +12,12 @@ request budget (`dualcog.inference.budget`; across machines see docs/cluster.md)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from dualcog.errors import DualCogError
+
+if TYPE_CHECKING:  # the Snakefile imports `shard_count` from here: pyarrow only where used
+    import pyarrow as pa
 
 
 class ShardError(DualCogError):
@@ -58,6 +59,8 @@ def assemble_shards(
     prompt_ids: Sequence[str], shards: Sequence[pa.Table], sources: Sequence[str]
 ) -> pa.Table:
     """The shards' rows as one table in prompt order; every prompt exactly once."""
+    import pyarrow as pa
+
     table = pa.concat_tables(shards)
     ids = table.column("sample_id").to_pylist()
     source_of = [name for name, part in zip(sources, shards, strict=True) for _ in range(len(part))]

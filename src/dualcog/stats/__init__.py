@@ -29,7 +29,7 @@ _SOURCES = {
     "COMPARISON": "dualcog.stats.compare",
     "compare_models": "dualcog.stats.compare",
     "comparison_markdown": "dualcog.stats.compare",
-    "comparison_pairs": "dualcog.stats.compare",
+    "comparison_pairs": "dualcog.stats.pairs",
     "MetricMatrices": "dualcog.stats.estimands",
     "metric_matrices": "dualcog.stats.estimands",
     "metric_matrices_table": "dualcog.stats.estimands",
@@ -77,9 +77,9 @@ if TYPE_CHECKING:
         COMPARISON,
         compare_models,
         comparison_markdown,
-        comparison_pairs,
     )
     from dualcog.stats.estimands import MetricMatrices, metric_matrices, metric_matrices_table
+    from dualcog.stats.pairs import comparison_pairs
     from dualcog.stats.schema import CONFIDENCE_INTERVALS, REPLICATE_WEIGHTS
 
 

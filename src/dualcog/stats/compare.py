@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dualcog.errors import ConfigError
 from dualcog.scoring.aggregate import AGGREGATE_PARSE, EVIDENCE_METRICS, SEMANTIC_METRICS
 from dualcog.scoring.dual import dual_pairs
 from dualcog.stats.bootstrap import BootstrapSettings, percentile_interval
@@ -36,22 +35,6 @@ COMPARISON = pa.schema(
     ]
 )
 HEADLINE = (*SEMANTIC_METRICS, *EVIDENCE_METRICS)
-
-
-def comparison_pairs(config: Mapping) -> list[tuple[str, str]]:
-    """The configured `compare` entries, checked against the configured models."""
-    names = {m["name"] for m in config["models"]}
-    pairs = []
-    for entry in config.get("compare") or []:
-        model_a, model_b = entry
-        for name in (model_a, model_b):
-            if name not in names:
-                raise ConfigError(f"compare entry {entry!r}: no model named {name!r}")
-        if model_a == model_b:
-            raise ConfigError(f"compare entry {entry!r}: a model is compared with itself")
-        if (model_a, model_b) not in pairs:
-            pairs.append((model_a, model_b))
-    return pairs
 
 
 def compare_models(
