@@ -265,8 +265,8 @@ def test_the_parse_jobs_facts_equal_the_facts_read_from_the_responses(tmp_path: 
     assert from_facts["has_reasoning"].tolist() == [True, False, True, False, False, False]
     empty = read_facts([])
     assert list(empty.columns) == list(from_facts.columns) and empty.empty
+    write_table(pd.DataFrame(records), RESPONSES, tmp_path / "not-facts.parquet")
     with pytest.raises(DataError, match="lacks a column") as raised:
-        write_table(pd.DataFrame(records), RESPONSES, tmp_path / "not-facts.parquet")
         read_facts([tmp_path / "not-facts.parquet"])
     assert "not-facts.parquet" in str(raised.value) and "empty" in str(raised.value)
 
