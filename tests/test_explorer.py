@@ -34,6 +34,7 @@ from dualcog.explorer.media import (
     THUMB_SIZE,
     grid_times,
     image_thumbnail,
+    prepare_explorer_media,
     shown_images,
     video_frames,
 )
@@ -416,9 +417,8 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     assert browser.evaluate("document.querySelector('#cards article pre').textContent") == hostile
 
 
-DEMO_VIDEO = next(
-    (Path(__file__).parents[1] / "resources" / "demo").glob("**/final_task/task_rgb_web.mp4")
-)
+DEMO_ROOT = Path(__file__).parents[1] / "resources" / "demo"
+DEMO_VIDEO = next(DEMO_ROOT.glob("**/final_task/task_rgb_web.mp4"))
 
 
 def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
@@ -443,6 +443,22 @@ def test_video_frame_grid_from_a_real_video(tmp_path: Path) -> None:
         expected = np.asarray(nearest.to_image().convert("L").resize((160, 120)), dtype=float)
         cell = sheet[:, 160 * k : 160 * (k + 1)]
         assert np.abs(cell - expected).mean() < 6  # JPEG and scaling differences only
+
+
+def test_worker_processes_make_what_one_worker_makes(tmp_path: Path) -> None:
+    """The demo's explorer media by two worker processes: the same index rows in the same
+    order, and the same bytes in every file, as one worker's."""
+    from dualcog.ingest import ingest
+
+    samples = ingest(DEMO_ROOT)
+    one = prepare_explorer_media(samples, tmp_path / "one", workers=1)
+    two = prepare_explorer_media(samples, tmp_path / "two", workers=2)
+    pd.testing.assert_frame_equal(one, two)
+    assert set(one["kind"]) == {"image", "video"}
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.jpg"))
+    assert len(files) == len(one)  # a thumbnail per image, a sprite sheet per video
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
 def test_thumbnails_only_of_shown_images_at_their_drawn_size(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,6 +224,43 @@ def shown_images(samples: pd.DataFrame) -> dict[str, tuple[int, int]]:
     return dict(sorted(sizes.items()))
 
 
+# One task: ("image", source, thumbnail size) or ("video", source, duration or NaN).
+MediaTask = tuple[str, str, object]
+# Tasks a worker process takes at a time: few round trips, and the last chunks still even
+# out the workers' ends (a video costs about ten thumbnails).
+CHUNK = 32
+
+
+def _prepare(folder: Path, task: MediaTask) -> MediaRow | UnreadableMedia:
+    kind, source, detail = task
+    try:
+        if kind == "image":
+            return image_thumbnail(source, folder, detail)  # type: ignore[arg-type]
+        return video_frames(source, detail, folder)  # type: ignore[arg-type]
+    except UnreadableMedia as failure:
+        return failure
+
+
+def _prepare_all(
+    tasks: list[MediaTask], folder: Path, workers: int
+) -> Iterator[MediaRow | UnreadableMedia]:
+    """Each task's row or failure, in task order.
+
+    More than one worker: processes, not threads. Threads spend their time handing the GIL
+    over between the decoders' short Python steps: at the paper's scale two threads cost 31
+    CPU-s for 20 s of wall, two processes 23 CPU-s for 17 s, one thread 26 CPU-s for 25 s
+    (docs/performance.md, "`explorer_media`: worker processes"). Forked where the platform
+    allows it, so a worker starts with this process's imports.
+    """
+    if workers <= 1:
+        yield from (_prepare(folder, task) for task in tasks)
+        return
+    method = "fork" if sys.platform == "linux" else "spawn"
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield from pool.map(_prepare, [folder] * len(tasks), tasks, chunksize=CHUNK)
+
+
 def prepare_explorer_media(
     samples: pd.DataFrame,
     folder: str | Path,
@@ -242,26 +281,14 @@ def prepare_explorer_media(
                 durations[source] = max(durations.get(source, 0.0), float(duration))
             elif item["role"] == "video":
                 durations.setdefault(item["resolved_path"], math.nan)
-    videos = sorted(durations)
-
-    def attempt(make: Callable[[], MediaRow]) -> MediaRow | UnreadableMedia:
-        try:
-            return make()
-        except UnreadableMedia as failure:
-            return failure
-
-    jobs: list[Callable[[], MediaRow]] = [
-        (lambda s=source, z=size: image_thumbnail(s, folder, z))
-        for source, size in shown_images(samples).items()
-    ]
-    jobs += [(lambda s=source: video_frames(s, durations[s], folder)) for source in videos]
+    tasks: list[MediaTask] = [("image", s, size) for s, size in shown_images(samples).items()]
+    tasks += [("video", source, durations[source]) for source in sorted(durations)]
     rows: list[MediaRow] = []
     failures: list[UnreadableMedia] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, row in enumerate(pool.map(attempt, jobs)):
-            (failures if isinstance(row, UnreadableMedia) else rows).append(row)
-            if progress and (i + 1) % 500 == 0:
-                progress(f"{i + 1}/{len(jobs)} media files")
+    for i, row in enumerate(_prepare_all(tasks, folder, max(1, workers))):
+        (failures if isinstance(row, UnreadableMedia) else rows).append(row)
+        if progress and (i + 1) % 500 == 0:
+            progress(f"{i + 1}/{len(tasks)} media files")
     if failures:
         raise MediaFailures(failures)
     return media_frame(rows)

@@ -39,6 +39,10 @@ class UnreadableMedia(DataError):
         self.source = str(source)
         self.reason = reason
 
+    def __reduce__(self) -> tuple:
+        # Rebuilt from its own arguments when it comes back from a worker process.
+        return (type(self), (self.source, self.reason))
+
 
 class MediaFailures(DataError):
     """Every unreadable file of one preparation pass (the readable ones were prepared)."""
