@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.unit)
     # `make test` hands out whole files in this order (--no-loadscope-reorder): a file that runs
     # Snakemake takes tens of seconds, a unit file a few, so the long ones start first and the
-    # short ones even out the two workers' ends. (xdist's own order, most tests first, left
+    # short ones even out the workers' ends. (xdist's own order, most tests first, left
     # the workflow files with few tests for the end.)
     runs_snakemake = {item.path for item in items if item.get_closest_marker("workflow")}
     items.sort(key=lambda item: item.path not in runs_snakemake)  # stable: keeps the order

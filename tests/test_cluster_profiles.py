@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
 from test_cluster_executor import _demo_config
 from test_media_dag import ENV as MEDIA_DAG_ENV
 from test_media_dag import SENDER
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, run_snakemake, slurm_plugin_env, write_config
 
 from dualcog.cluster import provider_resources
 from dualcog.config import validate_config
@@ -61,7 +64,7 @@ def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     # A model that is sent media, so that the media preparation jobs are in the DAG.
     config["models"].append(SENDER)
     write_config(tmp_path, config)
-    env = {**PLACEHOLDERS, **MEDIA_DAG_ENV}
+    env = {**PLACEHOLDERS, **MEDIA_DAG_ENV, **slurm_plugin_env()}  # the profile's executor
     result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=env)
     job = r"^(?:local)?rule (\w+):.*?\n    resources: ([^\n]*)"
     jobs = dict(re.findall(job, result.stdout, re.M | re.S))
@@ -70,15 +73,24 @@ def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     assert "cpus_per_task=8" in jobs["prepare_images"] and "mem_mb=16000" in jobs["prepare_images"]
 
 
-def test_the_submission_rate_is_one_snakemake_honours(monkeypatch) -> None:
+def test_the_submission_rate_is_one_snakemake_honours() -> None:
     """Snakemake 9 always sets --max-jobs-per-timespan (default 100/1s), which overrides the
     older max-jobs-per-second: the profile must use the former to limit anything."""
-    from snakemake.cli import parse_args
-
-    for name, value in PLACEHOLDERS.items():
-        monkeypatch.setenv(name, value)
-    _, args = parse_args(["--profile", str(PROFILE), "--dry-run"])
-    assert (args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan) == (5, 1)
+    # Snakemake's own parser, in a process that finds the profile's executor (the SLURM
+    # plugin, kept off this one's path: Makefile).
+    parse = (
+        "import sys\nfrom snakemake.cli import parse_args\n"
+        "_, args = parse_args(sys.argv[1:])\n"
+        "print(args.max_jobs_per_timespan.max_jobs, args.max_jobs_per_timespan.timespan)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", parse, "--profile", str(PROFILE), "--dry-run"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, **PLACEHOLDERS, **slurm_plugin_env()},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    max_jobs, timespan = result.stdout.split()
+    assert (int(max_jobs), float(timespan)) == (5, 1)
     assert "max-jobs-per-second" not in _profile()
 
 
@@ -87,7 +99,9 @@ def test_a_dry_run_without_the_placeholder_exports_names_them(tmp_path, monkeypa
     for name in PLACEHOLDERS:
         monkeypatch.delenv(name, raising=False)
     write_config(tmp_path, _demo_config())
-    result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), check=False)
+    result = run_snakemake(
+        tmp_path, "--dry-run", "--profile", str(PROFILE), env=slurm_plugin_env(), check=False
+    )
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-2000:]
     assert "nothing was run" in output

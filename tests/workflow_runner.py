@@ -11,6 +11,19 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# Where `make` installs snakemake-executor-plugin-slurm: off the path of every other Snakemake
+# start-up, since the plugin imports pandas when Snakemake starts (Makefile).
+SLURM_PLUGIN = Path(sys.prefix) / "slurm-plugin"
+
+
+def slurm_plugin_env() -> dict[str, str]:
+    """The environment entry that lets Snakemake (and, through sbatch, its jobs) find it."""
+    if not (SLURM_PLUGIN / "snakemake_executor_plugin_slurm").is_dir():
+        raise AssertionError(f"snakemake-executor-plugin-slurm is missing from {SLURM_PLUGIN}")
+    paths = [str(SLURM_PLUGIN), os.environ.get("PYTHONPATH", "")]
+    return {"PYTHONPATH": os.pathsep.join(filter(None, paths))}
+
+
 # Set per test by conftest.py: only tests marked `workflow` may run Snakemake.
 snakemake_allowed = True
 
