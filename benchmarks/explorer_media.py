@@ -2,13 +2,14 @@
 
 Runs `dualcog.explorer.media.prepare_explorer_media` on a finished run's samples in a fresh
 interpreter for a baseline revision and for this working tree, one after the other, and
-prints the process CPU (imports included, worker threads counted) beside the wall time. Then
-compares the two trees' thumbnails of the same sources: pixel size, bytes, and the PSNR
-between them, printed beside the PSNR between each thumbnail and its own pixels before JPEG
-encoding (what the encoding alone changes), so "looks the same" is a number. Video frame
-grids: the grid times must be equal; where one tree writes a file per frame and the other a
-sprite sheet (explorer-7), each sheet cell is compared with the same frame's file (PSNR),
-and the files and bytes per video are printed.
+prints the process CPU (imports included, worker threads and processes counted) beside the
+wall time. Then compares the two trees' thumbnails of the same sources: pixel size, bytes,
+and the PSNR between them, printed beside the PSNR between each thumbnail and its own pixels
+before JPEG encoding (what the encoding alone changes), so "looks the same" is a number.
+Video frame grids: the grid times must be equal; where one tree writes a file per frame and
+the other a sprite sheet (explorer-7), each sheet cell is compared with the same frame's file
+(PSNR), and the files and bytes per video are printed. --threads is the job's worker count
+(threads before 2f8f546, processes since).
 
 Usage: python benchmarks/explorer_media.py RUN_DIR [--baseline main] [--images N]
        [--videos N] [--threads 2] [--keep]
@@ -55,9 +56,10 @@ def first(kind, limit):
     return keep
 rows = sorted(first("image", int(images)) + first("video", int(videos)))
 index = prepare_explorer_media(samples.iloc[rows].reset_index(drop=True), out, int(threads))
-usage = resource.getrusage(resource.RUSAGE_SELF)
+usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
 index.to_parquet(f"{out}/media.parquet", index=False)
-print(json.dumps({"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - start,
+print(json.dumps({"cpu": sum(u.ru_utime + u.ru_stime for u in usage),
+                  "wall": time.perf_counter() - start,
                   "images": int((index["kind"] == "image").sum()),
                   "videos": int((index["kind"] == "video").sum())}))
 """

@@ -4,6 +4,7 @@ and returns normally anywhere else (a test, a caller that goes on, a thread stil
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,29 @@ def test_a_failed_snakemake_job_still_fails(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode != 0
     assert "broken" in (tmp_path / "job.log").read_text()
+
+
+# A job whose work is done by a worker process: the child burns CPU-s of its own.
+WORKER_JOB = """
+import subprocess, sys
+from types import SimpleNamespace
+from dualcog.runtime import run_step
+
+BURN = "import time\\nwhile time.process_time() < 0.6: pass"
+run_step(SimpleNamespace(log=[sys.argv[1]], rule="r"),
+         lambda sm: subprocess.run([sys.executable, "-c", BURN], check=True))
+"""
+
+
+def test_the_logged_cpu_counts_the_jobs_worker_processes(tmp_path: Path) -> None:
+    """explorer_media's work is done in worker processes: the job's last line (which
+    benchmarks/_workflow.cpu_by_rule sums per rule) counts their CPU, not only its own."""
+    log_path = tmp_path / "job.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_JOB, str(log_path)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    logged = re.search(r"process CPU ([\d.]+) s", log_path.read_text())
+    assert logged and float(logged.group(1)) >= 0.6  # the parent alone: about a tenth of that

@@ -134,11 +134,14 @@ def run_step(snakemake: Any, main: Callable[[Any], None]) -> None:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+    # The worker processes a job waited for (explorer_media's) count as its own CPU.
+    own, workers = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
     log.info(
         "done in %.1f s (process CPU %.2f s, start-up and imports included)",
         time.perf_counter() - started,
-        usage.ru_utime + usage.ru_stime,
+        own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
     )
     if _process_ends_with_job(snakemake):
         _exit_now()
