@@ -22,6 +22,9 @@ def revision_tree(revision: str) -> Path:
         ["git", "-C", str(REPO), "archive", revision], check=True, capture_output=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    # Compiled as `make` compiles our tree (.venv/.compiled): with PYTHONDONTWRITEBYTECODE
+    # set, each of the baseline's jobs would compile the modules it imports.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target / "src")], check=True)
     return target
 
 

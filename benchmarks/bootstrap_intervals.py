@@ -1,9 +1,9 @@
 """Cluster-bootstrap intervals at paper scale: matrix products against a plain loop.
 
-1. One model, the same replicate weights: `MetricMatrices.evaluate` (two matrix products)
-   against a naive evaluation that, per replicate, walks each drawn cluster's per-sample
-   contributions in Python lists and sums numerators and denominators; asserts identical
-   replicate values and prints both times.
+1. One model, the same replicate weights: `MetricMatrices.evaluate` (one matrix product
+   over the distinct sum columns) against a naive evaluation that, per replicate, walks
+   each drawn cluster's per-sample contributions in Python lists and sums numerators and
+   denominators; asserts identical replicate values and prints both times.
 2. Paper scale: `model_intervals` (scores -> per-cluster sums -> all replicates -> interval
    rows, checked against the metrics table) for every model of a paper-scale run (the
    benchmark's size: 4,096 image and 2,048 video samples per model).

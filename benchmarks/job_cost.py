@@ -81,19 +81,31 @@ def outputs(workdir: Path, models: list[str], collect: bool) -> list[str]:
 
 
 def has_rule(tree: Path, name: str) -> bool:
-    return any(f"\nrule {name}:" in f"\n{p.read_text()}" for p in (tree / "rules").glob("*.smk"))
+    """A rule the tree declares by name, or (`replay`) the rule of replayed runs of every
+    task, named in a loop (rules/inference.smk)."""
+    texts = [f"\n{p.read_text()}" for p in (tree / "rules").glob("*.smk")]
+    if name == "replay" and any("replay_rule_name(replay_tasks)" in text for text in texts):
+        return True
+    return any(f"\nrule {name}:" in text for text in texts)
 
 
-def run_jobs(tree: Path, workdir: Path, models: list[str], collect: bool, cores: str):
-    """Force the measured jobs; the renders last, as their outputs are upstream of `parse`."""
+def run_jobs(
+    tree: Path, workdir: Path, models: list[str], collect: bool, cores: str, only: list[str]
+):
+    """Force the measured jobs (those of `only`, when given); the renders last, as their
+    outputs are upstream of `parse`."""
     common = ["--cores", cores, "--rerun-triggers", "mtime", "-q"]
     targets = [f"results/metrics/intervals_by_model/{m}.parquet" for m in models]
     targets += [f"results/parsed/{m}.run.json" for m in models]
-    targets += [f"results/explorer/{m}.html" for m in models]
+    if not only or "explorer" in only:
+        targets += [f"results/explorer/{m}.html" for m in models]
     if collect:
         targets += ["results/metrics/metrics.parquet", "results/metrics/intervals.parquet"]
     rules = [r for r in MODEL_RULES + (COLLECT_RULES if collect else []) if has_rule(tree, r)]
+    rules = [r for r in rules if not only or r in only or MERGED.get(r) in only]
     per_model = timed_snakemake(tree, workdir, *targets, *common, "--forcerun", *rules)
+    if only and "render" not in only:
+        return per_model, None
     prompts = outputs(workdir, [], False)
     render = timed_snakemake(tree, workdir, *prompts, *common, "--forcerun", *RENDER_RULES)
     return per_model, render
@@ -124,12 +136,17 @@ def main() -> None:
         "--repeats", type=int, default=1, help="runs per revision, interleaved; least CPU kept"
     )
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
+    parser.add_argument(
+        "--rules", nargs="+", default=[], help="only these rules' jobs (e.g. replay parse score)"
+    )
     args = parser.parse_args()
     names = model_names(args.run)
     models = names[: args.models] if args.models else names
-    collect = len(models) == len(names)
+    collect = len(models) == len(names) and (not args.rules or "collect_metrics" in args.rules)
+    measured = [r for r in MODEL_RULES + COLLECT_RULES * collect + ["render"]
+                if not args.rules or r in args.rules or MERGED.get(r) in args.rules]  # fmt: skip
     print(f"machine: {machine()}")
-    print(f"{len(models)} models; rules {MODEL_RULES + COLLECT_RULES * collect + ['render']}")
+    print(f"{len(models)} models; rules {measured}")
     trees = {f"before ({args.baseline})": revision_tree(args.baseline), "after (ours)": REPO}
     by_side: dict[str, dict[str, tuple[int, float]]] = {side: {} for side in trees}
     workdirs: dict[str, Path] = {}
@@ -138,13 +155,14 @@ def main() -> None:
             if side in workdirs:
                 shutil.rmtree(workdirs[side])
             workdir = workdirs[side] = workdir_from(args.run)
-            per_model, render = run_jobs(tree, workdir, models, collect, args.cores)
+            per_model, render = run_jobs(tree, workdir, models, collect, args.cores, args.rules)
             for rule, (n, cpu) in cpu_by_rule(workdir).items():
                 kept = by_side[side].get(rule)
                 by_side[side][rule] = (n, cpu) if kept is None else (n, min(kept[1], cpu))
+            runs = [t for t in (per_model, render) if t is not None]
             print(f"{side}, run {repeat + 1}: snakemake (DAG builds included) wall "
-                  f"{per_model.wall_s + render.wall_s:.1f} s, CPU "
-                  f"{per_model.cpu_s + render.cpu_s:.1f} s (children included)")  # fmt: skip
+                  f"{sum(t.wall_s for t in runs):.1f} s, CPU "
+                  f"{sum(t.cpu_s for t in runs):.1f} s (children included)")  # fmt: skip
     before, after = by_side.values()
     for rule, into in SPLIT_OUT.items():
         for name, side in (("before", before), ("after", after)):

@@ -15,7 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dualcog.arrow_rows import rows_where
-from dualcog.outcomes import OUTCOME_COLUMNS, request_outcomes, response_facts_table
+from dualcog.outcomes import (
+    OUTCOME_COLUMNS,
+    request_outcomes,
+    response_facts_table,
+    text_flags,
+)
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.schemas import PARSED, REQUEST_OUTCOMES, RESPONSE_FACTS, read_arrow, write_table
@@ -46,8 +51,9 @@ def main(sm):
     run = {"model": sm.wildcards.model, **run}
     log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)
-    write_table(request_outcomes(table, parsed), REQUEST_OUTCOMES, sm.output.outcomes)
-    write_table(response_facts_table(table), RESPONSE_FACTS, sm.output.facts)
+    flags = text_flags(table)  # read by both files below: computed once
+    write_table(request_outcomes(table, parsed, flags), REQUEST_OUTCOMES, sm.output.outcomes)
+    write_table(response_facts_table(table, flags), RESPONSE_FACTS, sm.output.facts)
     with open(sm.output.run, "w", encoding="utf-8") as handle:
         json.dump(run, handle, indent=2, sort_keys=True, default=str)
 

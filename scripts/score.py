@@ -1,8 +1,9 @@
 """Snakemake adapter: parses of one model run -> per-sample scores, their metrics and the
 metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), without pandas."""
 
-from dualcog.runtime import log, run_step, without_pandas_probe
+from dualcog.runtime import log, run_step, single_threaded_blas, without_pandas_probe
 
+single_threaded_blas()  # before pyarrow imports numpy (docs in dualcog.runtime)
 without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.runtime)
 
 import pyarrow.compute as pc  # noqa: E402

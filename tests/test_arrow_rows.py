@@ -4,13 +4,14 @@ of the tables the jobs write from Python rows, and names the column and row of a
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dualcog import schemas
+from dualcog import arrow_rows, schemas
 from dualcog.arrow_rows import RowValueError, column_array, table_from_rows
 
 
@@ -41,6 +42,7 @@ def _same(built: pa.Array, expected: pa.Array) -> bool:
     return built.equals(expected)
 
 
+@pytest.mark.parametrize("leaves_by_arrow", [True, False], ids=["arrow-leaves", "buffer-leaves"])
 @pytest.mark.parametrize(
     "field",
     [*schemas.RESPONSES, *schemas.PARSED],
@@ -48,10 +50,30 @@ def _same(built: pa.Array, expected: pa.Array) -> bool:
 )
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
-def test_a_column_equals_pa_array(field: pa.Field, data: st.DataObject) -> None:
+def test_a_column_equals_pa_array(field: pa.Field, leaves_by_arrow: bool, data: st.DataObject):
     values = data.draw(st.lists(values_of(field.type), max_size=12))
     expected = pa.array(values, type=field.type, from_pandas=True)
-    assert _same(column_array(values, field.type, field.name), expected)
+    # Both ways of building the leaf columns: Arrow's converter where it costs no pandas
+    # import (a job whose pyarrow has no numpy), the buffer passes elsewhere.
+    with patch.object(arrow_rows, "_converts_python_values_cheaply", lambda: leaves_by_arrow):
+        assert _same(column_array(values, field.type, field.name), expected)
+
+
+@pytest.mark.parametrize(
+    ("values", "type_"),
+    [
+        ([2**53 + 1, 0.5], pa.float64()),  # Arrow refuses an inexact int: the buffers round it
+        (["a", "\u00e9", None], pa.string()),
+        ([2**31 - 1, None], pa.int32()),
+    ],
+)
+def test_arrow_leaves_and_buffer_leaves_agree_where_arrow_refuses_or_accepts(
+    values: list, type_: pa.DataType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arrow_rows, "_converts_python_values_cheaply", lambda: False)
+    by_buffers = column_array(values, type_)
+    monkeypatch.setattr(arrow_rows, "_converts_python_values_cheaply", lambda: True)
+    assert _same(column_array(values, type_), by_buffers)
 
 
 def test_nan_is_null_at_every_depth() -> None:

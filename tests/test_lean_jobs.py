@@ -531,3 +531,26 @@ def test_a_pyarrow_that_needs_numpy_is_imported_as_usual() -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["True", "[7]"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize(("given", "threads"), [(None, 1), ("2", 2)])
+def test_score_job_blas_runs_in_the_job_thread_unless_the_environment_says_otherwise(
+    given: str | None, threads: int
+) -> None:
+    """`single_threaded_blas` before numpy's import leaves OpenBLAS one thread (no pool to
+    start and wait on); an OPENBLAS_NUM_THREADS the caller set is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = (
+        "import os\n"
+        "from dualcog.runtime import single_threaded_blas\n"
+        "single_threaded_blas()\n"
+        "import numpy\n"
+        "print(len(os.listdir('/proc/self/task')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(out.stdout) == threads

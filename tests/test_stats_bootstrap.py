@@ -20,6 +20,7 @@ from dualcog.scoring import model_metrics, score_samples
 from dualcog.stats import (
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
+    MetricMatrices,
     build_clusters,
     metric_matrices,
     model_intervals,
@@ -183,6 +184,32 @@ def test_percentiles_equal_nanquantile_column_by_column_bit_for_bit():
                 with np.errstate(invalid="ignore"):
                     expected = np.nanquantile(column, [tail, 1 - tail])
                 assert np.array_equal([low[j], high[j]], expected, equal_nan=True), (rows, j)
+
+
+def test_repeated_sum_columns_are_multiplied_once_with_the_same_values():
+    """`evaluate` multiplies each distinct numerator / denominator column once; every
+    replicate value equals the product of the full matrices, bit for bit, fractional sums
+    (IoU, tIoU) and all."""
+    rng = np.random.default_rng(5)
+    clusters, ratios = 300, 60
+    numerator = rng.integers(0, 4, (clusters, ratios)).astype(float)
+    numerator[:, ::5] = rng.random((clusters, 12)) * 3  # fractional sums
+    numerator[:, 1::6] = numerator[:, :10]  # repeated columns
+    denominator = np.repeat(rng.integers(1, 5, (clusters, 6)).astype(float), 10, axis=1)
+    matrices = MetricMatrices(
+        keys=tuple(("t", "p", "all", f"m{i}", 1) for i in range(ratios)),
+        numerator=numerator,
+        denominator=denominator,
+        present=denominator > 0,
+        empty_value=np.full(ratios, np.nan),
+        derived=((("overall", "p", "all", "mean"), (0, 5, 7)),),
+    )
+    distinct, _ = matrices._distinct_sums
+    assert distinct.shape[1] < 2 * ratios
+    weights = rng.multinomial(clusters, np.full(clusters, 1 / clusters), size=200).astype(float)
+    expected = (weights @ numerator) / (weights @ denominator)
+    expected = np.column_stack([expected, expected[:, [0, 5, 7]].mean(axis=1)])
+    assert np.array_equal(matrices.evaluate(weights), expected)
 
 
 def test_undefined_replicates_are_left_out_and_counted():

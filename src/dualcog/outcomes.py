@@ -106,18 +106,37 @@ OUTCOME_COLUMNS = ("sample_id", "task", "status", "raw_text", "finish_reason", "
 FACT_TEXT_COLUMNS = ("raw_text", "reasoning_text", "refusal")
 
 
-def response_facts_table(responses: pa.Table) -> pa.Table:
+def _text(responses: pa.Table, name: str) -> pa.ChunkedArray | pa.Array:
+    """A text column of `responses`; all null where the table lacks it."""
+    if name in responses.column_names:
+        return responses.column(name)
+    return pa.nulls(responses.num_rows, pa.string())
+
+
+def text_flags(responses: pa.Table) -> dict[str, list[bool]]:
+    """Per response row: `empty` (no answer text, or only whitespace) and `refused` (a
+    refusal text), what both `request_outcomes` and `response_facts_table` read; a job
+    writing both computes them once and hands them to each."""
+    return {
+        "empty": blank_list(_text(responses, "raw_text")),
+        "refused": [not blank for blank in blank_list(_text(responses, "refusal"))],
+    }
+
+
+def response_facts_table(
+    responses: pa.Table, flags: dict[str, list[bool]] | None = None
+) -> pa.Table:
     """One run's response rows as schemas.RESPONSE_FACTS: the bookkeeping columns as they are
-    (one the table lacks all null), the texts reduced to the flags `empty`, `refused` and
-    `has_reasoning` (a reasoning text, or reasoning tokens above 0). Loads no pandas."""
+    (one the table lacks all null), the texts reduced to the flags `empty`, `refused`
+    (`text_flags`, computed here unless given) and `has_reasoning` (a reasoning text, or
+    reasoning tokens above 0). Loads no pandas."""
     from dualcog.arrow_rows import column_array
     from dualcog.schemas import RESPONSE_FACTS
 
     n, names = responses.num_rows, set(responses.column_names)
-    null_text = pa.nulls(n, pa.string())
 
     def text(name: str) -> pa.ChunkedArray | pa.Array:
-        return responses.column(name) if name in names else null_text
+        return _text(responses, name)
 
     def kept(field: pa.Field) -> pa.ChunkedArray | pa.Array:
         if field.name not in names:
@@ -130,8 +149,7 @@ def response_facts_table(responses: pa.Table) -> pa.Table:
         blank_list(text("reasoning_text")), columns["reasoning_tokens"].to_pylist(), strict=True
     )
     flags = {
-        "empty": blank_list(text("raw_text")),
-        "refused": [not blank for blank in blank_list(text("refusal"))],
+        **(text_flags(responses) if flags is None else flags),
         "has_reasoning": [
             not blank or (tokens is not None and tokens > 0) for blank, tokens in reasoning
         ],
@@ -145,11 +163,15 @@ def response_facts_table(responses: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=RESPONSE_FACTS)
 
 
-def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa.Table:
+def request_outcomes(
+    responses: pa.Table,
+    parsed: pa.Table | pd.DataFrame,
+    flags: dict[str, list[bool]] | None = None,
+) -> pa.Table:
     """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
     sample's last response row; its compatible parse in `parsed` (PARSED rows) decides
-    `unparsable`. The `parse` job writes it once per run (without loading pandas); the
-    explorer and the tables read it."""
+    `unparsable`; `flags`: the rows' `text_flags`, computed here unless given. The `parse`
+    job writes it once per run (without loading pandas); the explorer and the tables read it."""
     from dualcog.arrow_rows import table_from_columns
     from dualcog.schemas import REQUEST_OUTCOMES
 
@@ -158,10 +180,8 @@ def request_outcomes(responses: pa.Table, parsed: pa.Table | pd.DataFrame) -> pa
     def values(name: str) -> list[Any]:
         return responses.column(name).to_pylist() if name in names else [None] * n
 
-    null_text = pa.nulls(n, pa.string())
-    empty = blank_list(responses.column("raw_text") if "raw_text" in names else null_text)
-    refusals = responses.column("refusal") if "refusal" in names else null_text
-    refused = [not blank for blank in blank_list(refusals)]
+    flags = text_flags(responses) if flags is None else flags
+    empty, refused = flags["empty"], flags["refused"]
     keys = unparsable_keys(parsed)
     sample_ids, tasks = values("sample_id"), values("task")
     rows = zip(values("status"), values("error_type"), values("error_message"),

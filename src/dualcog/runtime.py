@@ -78,6 +78,22 @@ def without_pandas_probe() -> None:
         sys.meta_path.remove(finder)
 
 
+def single_threaded_blas() -> None:
+    """Have numpy's BLAS (OpenBLAS) run matrix products in the job's own thread, unless the
+    environment says otherwise; call it before anything imports numpy (pyarrow does).
+
+    A job's products are small (the score job's bootstrap: two 1000 x 1,536 by 1,536 x 400
+    products). OpenBLAS would start a thread per core at import and split each product
+    among them; on a machine whose cores run other jobs, the threads' start-up and waiting
+    cost more CPU than they save (a tenth of a CPU second per score job at the paper's
+    scale, docs/performance.md). Each product's values do not depend on the thread count:
+    OpenBLAS splits the output among threads, never a dot product's sum.
+    """
+    if "numpy" in sys.modules:
+        return  # too late: its thread pool is running
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def import_pyarrow_without_numpy() -> None:
     """Import pyarrow while numpy cannot be imported, in a job script whose work never hands
     pyarrow a numpy value nor asks it for one (call it before anything imports pyarrow).

@@ -172,7 +172,7 @@ def _details(record: Mapping[str, Any], number: int, invalid: _Invalid) -> dict[
     }
     details: dict[str, Any] = {}
     for field, value in given.items():
-        if is_missing(value):
+        if value is None or is_missing(value):  # most fields of most records are absent
             details[field] = None
             continue
         if field == "latency_ms":

@@ -86,14 +86,17 @@ class _Rows:
         self.rows: list[tuple] = []
 
     def image(self, sample_id: str, task: str, parse: str, r: ImageParse) -> None:
+        # One tuple display rather than a sum of tuples: three rows per image sample.
         self.rows.append(
-            (sample_id, task, parse, r.stage, r.option_valid and r.bbox_valid)
-            + (r.option_ids, r.option_valid, r.option_reason)
-            + (r.bbox, r.bbox_valid, r.bbox_reason, r.bbox_rescaled, r.bbox_reordered)
-            + (r.run_scale,)
-            + _NO_BEHAVIOR
-            + _NO_VISIBILITY
-        )
+            (
+                sample_id, task, parse, r.stage, r.option_valid and r.bbox_valid,
+                r.option_ids, r.option_valid, r.option_reason,
+                r.bbox, r.bbox_valid, r.bbox_reason, r.bbox_rescaled, r.bbox_reordered,
+                r.run_scale,
+                *_NO_BEHAVIOR,
+                *_NO_VISIBILITY,
+            )
+        )  # fmt: skip
 
     def behavior(self, sample_id: str, task: str, parse: str, r: BehaviorParse) -> None:
         self.rows.append(

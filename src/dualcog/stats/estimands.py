@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -146,10 +147,29 @@ class MetricMatrices:
         present = self._with_derived(self.present, lambda block: block.any(axis=1))
         return present.sum(axis=0).astype(np.int64)
 
+    @cached_property
+    def _distinct_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """The numerator and denominator columns side by side, each distinct column once
+        (clusters x distinct), and where each of them is among those (numerators first).
+
+        Most columns repeat: every share metric of a (task, parse, stratum) has the same
+        denominator, the unit count, and pooled F1s share theirs. A replicate's sum of a
+        column is the same dot product wherever the column stands in the product (BLAS splits
+        the output, never one dot product's order), so each is computed once."""
+        both = np.hstack([self.numerator, self.denominator])
+        index_of: dict[bytes, int] = {}
+        where = np.empty(both.shape[1], dtype=np.int64)
+        for at, column in enumerate(np.ascontiguousarray(both.T)):
+            where[at] = index_of.setdefault(column.tobytes(), len(index_of))
+        first = np.unique(where, return_index=True)[1]
+        return np.ascontiguousarray(both[:, first]), where
+
     def evaluate(self, weights: np.ndarray) -> np.ndarray:
         """(replicates x metrics) values under (replicates x clusters) cluster weights."""
-        numerator = weights @ self.numerator
-        denominator = weights @ self.denominator
+        distinct, where = self._distinct_sums
+        sums = weights @ distinct
+        width = self.numerator.shape[1]
+        numerator, denominator = sums[:, where[:width]], sums[:, where[width:]]
         ratios = np.broadcast_to(self.empty_value, numerator.shape).copy()
         np.divide(numerator, denominator, out=ratios, where=denominator > 0)
         return self._with_derived(ratios, lambda block: block.mean(axis=1))
