@@ -373,19 +373,13 @@ SCORE_COLUMNS = (
 )  # fmt: skip
 
 
-def _rows(
-    table: pa.Table, columns: Sequence[str] | None = None, parse: str | None = None
-) -> list[dict[str, Any]]:
+def _rows(table: pa.Table, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise from Arrow (no pandas: a fifth of a CPU second of
-    imports per job); only `columns` (those present) when given, only the rows of one
-    `parse` mode when given (rows picked before any dict is made; not with Arrow's compute
-    functions: their first call loads them, and a Python scalar argument loads pandas)."""
+    imports per job); only `columns` (those present) when given. For the sample cards, made
+    once per run; a model's records read columns (`_columns`)."""
     present = table.column_names
     names = present if columns is None else [c for c in columns if c in present]
     values = [table.column(name).to_pylist() for name in names]
-    if parse is not None:
-        keep = [mode == parse for mode in table.column("parse").to_pylist()]
-        values = [list(compress(column, keep)) for column in values]
     return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
@@ -406,8 +400,9 @@ NO_ROW = -1  # the position every such column holds None at: a row the table lac
 def _columns(table: pa.Table, names: Sequence[str], parse: str | None = None) -> Columns:
     """The `names` columns of `table` as Python lists (one `to_pylist` each; a column the
     table lacks is None in every row), only the rows of one `parse` mode when given (picked
-    as in `_rows`). Each list ends with one more None, at position NO_ROW: a row a table lacks
-    reads as all None, as a missing row's `.get` did."""
+    from the converted lists; not with Arrow's compute functions: their first call
+    loads them and numpy, and a Python scalar argument loads pandas). Each list ends with one
+    more None, at position NO_ROW: a row a table lacks reads as all None."""
     present = set(table.column_names)
     keep = None if parse is None else [mode == parse for mode in table.column("parse").to_pylist()]
     rows = table.num_rows if keep is None else sum(keep)
