@@ -7,6 +7,7 @@ from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
 # never converts numpy values (why, and what it saves: dualcog.runtime).
 import_pyarrow_without_numpy()
 
+import gc
 import json
 from pathlib import Path
 
@@ -26,6 +27,10 @@ from dualcog.stamp import build_stamp
 
 
 def main(sm):
+    # What this job builds (tables' values, records, chunks) is trees freed by reference
+    # counting, and its process ends with it: the cyclic collector would only walk the
+    # records again each time it ran (docs/performance.md, "Explorer").
+    gc.disable()
     model = sm.wildcards.model
     # Arrow only, no pandas; of each table only the columns a record reads (reasoning texts,
     # token counts, the samples' prompts and the other parse modes' columns are never read).

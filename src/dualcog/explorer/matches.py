@@ -150,7 +150,17 @@ def behavior_matches(
     Levels and merged repeats follow `score_behavior_answer`; `check_scored` holds each
     level against its row of the scores table.
     """
-    option_level = dict(level_of_options(options))
+    return option_matches(dict(level_of_options(options)), gold_items, answers, duration)
+
+
+def option_matches(
+    option_level: dict[str, str],
+    gold_items: Sequence | None,
+    answers: Sequence | None,
+    duration: float | None,
+) -> dict[str, list[ClassMatch]]:
+    """`behavior_matches` with the options given as each option's level (`level_of_options`;
+    a dict of its own: options only gold items name are added to it)."""
     gold_by: dict[str, dict[str, list]] = {level: {} for level in LEVELS}
     for item in gold_items if gold_items is not None else ():
         level = item["level"] if item["level"] in LEVELS else "atomic"

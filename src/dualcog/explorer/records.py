@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import math
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress
@@ -18,7 +18,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from dualcog.explorer.matches import ClassMatch, behavior_matches, check_scored, visibility_matches
+from dualcog.explorer.matches import (
+    SCORED_COUNTS,
+    ClassMatch,
+    check_scored,
+    option_matches,
+    visibility_matches,
+)
 from dualcog.tasks import IMAGE_TASKS, REQUEST_BY_TASK, SELECTED_CANDIDATE_TASK
 
 DRAWN_PARSE = "compatible"
@@ -96,47 +102,45 @@ def _outcome(answer: bool | None, evidence: bool | None) -> int:
     return OUTCOME_BITS["answer"] * bool(answer) + OUTCOME_BITS["evidence"] * bool(evidence)
 
 
-def _reason(parsed: Mapping[str, Any], name: str) -> str | None:
-    reason = parsed.get(name)
-    return None if reason is None else str(reason)
-
-
 FIELD_COLUMNS = {name: (f"{name}_valid", f"{name}_reason")
                  for name in ("option", "bbox", "answers", "count", "intervals")}  # fmt: skip
 
 
-def _fields(parsed: Mapping[str, Any], names: Sequence[str]) -> list[dict[str, Any]]:
+def _fields(parsed: Columns, at: int, names: Sequence[str]) -> list[dict[str, Any]]:
     """Per-field validity and the parser's reason, for the fields of one request kind."""
     out = []
     for name in names:
         valid, reason = FIELD_COLUMNS[name]
-        out.append({"name": name, "valid": parsed.get(valid) is True,
-                    "reason": _reason(parsed, reason)})  # fmt: skip
+        text = parsed[reason][at]
+        out.append({"name": name, "valid": parsed[valid][at] is True,
+                    "reason": None if text is None else str(text)})  # fmt: skip
     return out
 
 
-def _image_record(sample, parsed, score) -> dict[str, Any]:
-    """What one model did with one image sample; the sample's own parts (its images, options,
-    gold) are its card (`sample_cards`): the page draws `boxes[i]` on the card's image i."""
-    task = sample["task"]
+def _image_record(
+    samples: Columns, i: int, roles: Sequence[str], parsed: Columns, p: int, scores: Columns, c: int
+) -> dict[str, Any]:
+    """What one model did with image sample `i` (its images' `roles`, its compatible parse at
+    `p`, its scores at `c`); the sample's own parts (its images, options, gold) are its card
+    (`sample_cards`): the page draws `boxes[k]` on the card's image k."""
+    task = samples["task"][i]
     chosen = []
-    if parsed.get("option_valid"):
-        chosen = [str(o) for o in _items(parsed.get("option_ids"))]
+    if parsed["option_valid"][p]:
+        chosen = [str(o) for o in _items(parsed["option_ids"][p])]
     selected = chosen[0] if len(chosen) == 1 else None
-    pred_box = _box(parsed.get("bbox")) if parsed.get("bbox_valid") else None
-    gold_box = _box(sample["gold_bbox"])
-    gold_id = _text(sample["gold_option_id"])
+    pred_box = _box(parsed["bbox"][p]) if parsed["bbox_valid"][p] else None
+    gold_box = _box(samples["gold_bbox"][i])
+    gold_id = _text(samples["gold_option_id"][i])
     per_image = []
     if task == SELECTED_CANDIDATE_TASK:
         # Gold on the correct candidate; the prediction on the candidate the model chose,
         # with that candidate's own box: the one its IoU is computed against.
         candidate_box = None
         if selected is not None and selected != gold_id:
-            for candidate in _items(sample["candidates"]):  # the last of an id, as a dict keeps
+            for candidate in _items(samples["candidates"][i]):  # the last of an id, as a dict
                 if candidate["option_id"] == selected:
                     candidate_box = _box(candidate["bbox"])
-        for item in _items(sample["media"]):
-            role = item["role"]
+        for role in roles:
             option = role[len("candidate_") :] if role.startswith("candidate_") else None
             boxes = []
             if option is not None and option == gold_id and gold_box:
@@ -153,20 +157,20 @@ def _image_record(sample, parsed, score) -> dict[str, Any]:
             target.append({"kind": "gold", "xyxy": gold_box})
         if pred_box:
             target.append({"kind": "pred", "xyxy": pred_box})
-        per_image = [target if item["role"] == "target" else [] for item in _items(sample["media"])]
-    iou = score.get("iou")
-    fields = _fields(parsed, ("option", "bbox"))
-    fields[1]["rescaled"] = _flag(parsed.get("bbox_rescaled"))
-    fields[1]["reordered"] = _flag(parsed.get("bbox_reordered"))
+        per_image = [target if role == "target" else [] for role in roles]
+    iou = scores["iou"][c]
+    fields = _fields(parsed, p, ("option", "bbox"))
+    fields[1]["rescaled"] = _flag(parsed["bbox_rescaled"][p])
+    fields[1]["reordered"] = _flag(parsed["bbox_reordered"][p])
     return {
         "boxes": per_image,
         "chosen": chosen,
         "pred_box": pred_box,
         "iou": float(iou) if _present(iou) else None,
-        "option_correct": bool(score.get("option_correct")),
-        "bbox_hit": bool(score.get("bbox_hit")),
+        "option_correct": bool(scores["option_correct"][c]),
+        "bbox_hit": bool(scores["bbox_hit"][c]),
         "fields": fields,
-        "outcomes": {task: _outcome(score.get("semantic_ok"), score.get("evidence_ok"))},
+        "outcomes": {task: _outcome(scores["semantic_ok"][c], scores["evidence_ok"][c])},
     }
 
 
@@ -202,42 +206,63 @@ def _strip(source: str | None, classes: Sequence[ClassMatch], media: MediaIndex)
     return sorted(strip, key=lambda f: (f["start"], f["label"]))
 
 
-def _video_source(sample) -> str | None:
-    return next((m["resolved_path"] for m in _items(sample["media"]) if m["role"] == "video"), None)
+def _video_source(roles: Sequence[str], paths: Sequence[str]) -> str | None:
+    return next((path for role, path in zip(roles, paths, strict=True) if role == "video"), None)
 
 
-def _level_view(classes, names, score) -> dict[str, Any]:
+def _scored(scores: Columns, c: int) -> dict[str, Any]:
+    """The interval counts of scores row `c`, as `check_scored` holds them."""
+    return {name: scores[name][c] for name in SCORED_COUNTS}
+
+
+def _level_view(classes, names, scores: Columns, c: int) -> dict[str, Any]:
     return {
-        "classes": [_class_view(c, names) for c in classes],
-        "tp": _int(score.get("interval_tp")),
-        "fp": _int(score.get("interval_fp")),
-        "fn": _int(score.get("interval_fn")),
-        "f1": _number(score.get("sample_f1_50")),
+        "classes": [_class_view(match, names) for match in classes],
+        "tp": _int(scores["interval_tp"][c]),
+        "fp": _int(scores["interval_fp"][c]),
+        "fn": _int(scores["interval_fn"][c]),
+        "f1": _number(scores["sample_f1_50"][c]),
     }
 
 
-def _behavior_record(sample, parsed, scores_by_task, media: MediaIndex) -> dict[str, Any]:
-    responded = parsed.get("stage") not in (None, "missing")
-    answers = _items(parsed.get("answers")) if responded and parsed.get("answers_valid") else None
-    duration = _number(sample["duration_sec"])
-    options = _items(sample["options"])
-    levels = behavior_matches(options, _items(sample["gold_items"]), answers, duration)
-    names = {o["option_id"]: o["label"] for o in options}
+def _behavior_record(
+    samples: Columns,
+    i: int,
+    options: Sequence[Sequence[str]],
+    source: str | None,
+    parsed: Columns,
+    p: int,
+    scores: Columns,
+    score_at: Mapping[tuple[str, str], int],
+    media: MediaIndex,
+) -> dict[str, Any]:
+    sid = samples["sample_id"][i]
+    responded = parsed["stage"][p] not in (None, "missing")
+    answers = _items(parsed["answers"][p]) if responded and parsed["answers_valid"][p] else None
+    duration = _number(samples["duration_sec"][i])
+    option_ids, labels, option_levels = options
+    levels = option_matches(
+        dict(zip(option_ids, option_levels, strict=True)),
+        _items(samples["gold_items"][i]),
+        answers,
+        duration,
+    )
+    names = dict(zip(option_ids, labels, strict=True))
     out_levels, outcomes = {}, {}
     all_classes: list[ClassMatch] = []
     for level, classes in levels.items():
         task = f"{level}_behavior"
-        score = scores_by_task.get(task, {})
-        check_scored(classes, score, f"sample {sample['sample_id']}, {task}")
+        c = score_at.get((sid, task), NO_ROW)
+        check_scored(classes, _scored(scores, c), f"sample {sid}, {task}")
         all_classes += classes
-        out_levels[level] = _level_view(classes, names, score)
-        out_levels[level]["set_exact"] = _flag(score.get("set_exact"))
-        outcomes[task] = _outcome(score.get("semantic_ok"), score.get("evidence_ok"))
+        out_levels[level] = _level_view(classes, names, scores, c)
+        out_levels[level]["set_exact"] = _flag(scores["set_exact"][c])
+        outcomes[task] = _outcome(scores["semantic_ok"][c], scores["evidence_ok"][c])
     return {
         "levels": out_levels,
         "chosen": [a["option_id"] for a in answers] if answers else [],
-        "strip": _strip(_video_source(sample), all_classes, media),
-        "fields": _fields(parsed, ("answers",)),
+        "strip": _strip(source, all_classes, media),
+        "fields": _fields(parsed, p, ("answers",)),
         "outcomes": outcomes,
     }
 
@@ -246,26 +271,35 @@ def _int(value: Any) -> int | None:
     return int(value) if _present(value) else None
 
 
-def _visibility_record(sample, parsed, score, media: MediaIndex) -> dict[str, Any]:
-    responded = parsed.get("stage") not in (None, "missing")
-    duration = _number(sample["duration_sec"])
-    intervals_ok = responded and parsed.get("intervals_valid") is True
-    intervals = _items(parsed.get("visible_intervals")) if intervals_ok else None
-    match, _ = visibility_matches(_items(sample["gold_visible_intervals"]), intervals, duration)
-    check_scored([match], score, f"sample {sample['sample_id']}, landmark_visibility")
-    count_ok = responded and parsed.get("count_valid") is True
+def _visibility_record(
+    samples: Columns,
+    i: int,
+    source: str | None,
+    parsed: Columns,
+    p: int,
+    scores: Columns,
+    c: int,
+    media: MediaIndex,
+) -> dict[str, Any]:
+    responded = parsed["stage"][p] not in (None, "missing")
+    duration = _number(samples["duration_sec"][i])
+    intervals_ok = responded and parsed["intervals_valid"][p] is True
+    intervals = _items(parsed["visible_intervals"][p]) if intervals_ok else None
+    gold = _items(samples["gold_visible_intervals"][i])
+    match, _ = visibility_matches(gold, intervals, duration)
+    check_scored([match], _scored(scores, c), f"sample {samples['sample_id'][i]}, {VISIBILITY}")
+    count_ok = responded and parsed["count_valid"][p] is True
     return {
-        "levels": {"visibility": _level_view([match], VISIBLE_NAMES, score)},
-        "count": _int(parsed.get("visible_count")) if count_ok else None,
-        "count_correct": bool(score.get("count_correct")),
-        "strip": _strip(_video_source(sample), [match], media),
-        "fields": _fields(parsed, ("count", "intervals")),
-        "outcomes": {
-            "landmark_visibility": _outcome(score.get("semantic_ok"), score.get("evidence_ok"))
-        },
+        "levels": {"visibility": _level_view([match], VISIBLE_NAMES, scores, c)},
+        "count": _int(parsed["visible_count"][p]) if count_ok else None,
+        "count_correct": bool(scores["count_correct"][c]),
+        "strip": _strip(source, [match], media),
+        "fields": _fields(parsed, p, ("count", "intervals")),
+        "outcomes": {VISIBILITY: _outcome(scores["semantic_ok"][c], scores["evidence_ok"][c])},
     }
 
 
+VISIBILITY = "landmark_visibility"
 VISIBLE_NAMES = {"visible": "Landmark visible"}
 
 
@@ -318,6 +352,8 @@ SAMPLE_COLUMNS = (
     "sample_id", "task", "difficulty", "media", "options", "gold_option_id", "gold_bbox",
     "candidates", "duration_sec", "gold_items", "gold_visible_intervals",
 )  # fmt: skip
+# Of those, the lists of structs read field by field (`_nested`), and the fields read.
+NESTED_COLUMNS = {"media": ("role", "resolved_path"), "options": ("option_id", "label", "level")}
 CARD_COLUMNS = (
     "sample_id", "task", "difficulty", "user_prompt", "media", "options", "gold_option_id",
     "duration_sec", "gold_items", "gold_visible_count",
@@ -337,24 +373,56 @@ SCORE_COLUMNS = (
 )  # fmt: skip
 
 
-def _rows(
-    table: pa.Table, columns: Sequence[str] | None = None, parse: str | None = None
-) -> list[dict[str, Any]]:
+def _rows(table: pa.Table, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Rows as dicts, built column-wise from Arrow (no pandas: a fifth of a CPU second of
-    imports per job); only `columns` (those present) when given, only the rows of one
-    `parse` mode when given (rows picked before any dict is made; not with Arrow's compute
-    functions: their first call loads them, and a Python scalar argument loads pandas)."""
+    imports per job); only `columns` (those present) when given. For the sample cards, made
+    once per run; a model's records read columns (`_columns`)."""
     present = table.column_names
     names = present if columns is None else [c for c in columns if c in present]
     values = [table.column(name).to_pylist() for name in names]
-    if parse is not None:
-        keep = [mode == parse for mode in table.column("parse").to_pylist()]
-        values = [list(compress(column, keep)) for column in values]
     return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
 
 
-def _by_sample(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {row["sample_id"]: row for row in rows}
+def _nested(column: pa.ChunkedArray, fields: Sequence[str]) -> tuple[list[int], Columns]:
+    """A list-of-structs column read field by field: the rows' offsets (row i's items are
+    positions offsets[i] to offsets[i + 1]) and each of `fields` over all items as one Python
+    list, not a dict per item (which made these the costliest columns to read). A null row
+    has no items (Arrow's null list slots span nothing), as `_items` reads it."""
+    array = column.combine_chunks()
+    items = array.values  # unsliced: the offsets index into it
+    return array.offsets.to_pylist(), {name: items.field(name).to_pylist() for name in fields}
+
+
+Columns = Mapping[str, list]  # a table's columns by name, as `_columns` makes them
+NO_ROW = -1  # the position every such column holds None at: a row the table lacks
+
+
+def _columns(table: pa.Table, names: Sequence[str], parse: str | None = None) -> Columns:
+    """The `names` columns of `table` as Python lists (one `to_pylist` each; a column the
+    table lacks is None in every row), only the rows of one `parse` mode when given (picked
+    from the converted lists; not with Arrow's compute functions: their first call
+    loads them and numpy, and a Python scalar argument loads pandas). Each list ends with one
+    more None, at position NO_ROW: a row a table lacks reads as all None."""
+    present = set(table.column_names)
+    keep = None if parse is None else [mode == parse for mode in table.column("parse").to_pylist()]
+    rows = table.num_rows if keep is None else sum(keep)
+    columns = {}
+    for name in names:
+        if name not in present:
+            values = [None] * rows
+        elif keep is None:
+            values = table.column(name).to_pylist()
+        else:
+            values = list(compress(table.column(name).to_pylist(), keep))
+        values.append(None)
+        columns[name] = values
+    return columns
+
+
+def _positions(keys: Iterable, rows: int) -> dict[Any, int]:
+    """Each key's row among the first `rows` (a `_columns` list's length less its closing
+    None); the last row of a key wins."""
+    return dict(zip(keys, range(rows), strict=False))  # the keys run on to the closing None
 
 
 @contextmanager
@@ -391,45 +459,68 @@ def sample_records(
 
 
 def _sample_records(samples, parsed, scores, responses, media, outcomes):
-    parsed_by = _by_sample(_rows(parsed, PARSED_COLUMNS, DRAWN_PARSE))
-    scores_by: dict[str, dict[str, dict]] = {}
-    for row in _rows(scores, SCORE_COLUMNS, DRAWN_PARSE):
-        scores_by.setdefault(row["sample_id"], {})[row["task"]] = row
-    response_rows = _rows(responses, RESPONSE_COLUMNS)
-    response_by = _by_sample(response_rows)  # the last row of an id wins
+    # Column-wise: one Python list per column read, and each table's rows found by position
+    # (no dict per row of four tables: building those was a third of the records' CPU).
+    sample_columns = _columns(samples, [c for c in SAMPLE_COLUMNS if c not in NESTED_COLUMNS])
+    media_at, media_fields = _nested(samples.column("media"), NESTED_COLUMNS["media"])
+    roles, paths = media_fields["role"], media_fields["resolved_path"]
+    option_at, option_fields = _nested(samples.column("options"), NESTED_COLUMNS["options"])
+    option_columns = [option_fields[name] for name in NESTED_COLUMNS["options"]]
+    parsed_columns = _columns(parsed, PARSED_COLUMNS, DRAWN_PARSE)
+    score_columns = _columns(scores, SCORE_COLUMNS, DRAWN_PARSE)
+    response_columns = _columns(responses, RESPONSE_COLUMNS)
+    parsed_ids, score_ids = parsed_columns["sample_id"], score_columns["sample_id"]
+    parsed_at = _positions(parsed_ids, len(parsed_ids) - 1)
+    score_keys = zip(score_ids, score_columns["task"], strict=True)
+    score_at = _positions(score_keys, len(score_ids) - 1)
+    response_ids = response_columns["sample_id"]
+    response_at = _positions(response_ids, len(response_ids) - 1)  # the last row of an id wins
     ids, tasks, classes = (outcomes.column(n).to_pylist() for n in ("sample_id", "task", "outcome"))
     result_by = dict(zip(zip(ids, tasks, strict=True), classes, strict=True))
-    run_tasks = {r["task"] for r in response_rows} | set(parsed.column("task").to_pylist())
-    no_row: dict[str, Any] = {}
+    run_tasks = set(response_columns["task"][:NO_ROW]) | set(parsed.column("task").to_pylist())
+    raw_texts, statuses = response_columns["raw_text"], response_columns["status"]
+    error_types, stages = response_columns["error_type"], parsed_columns["stage"]
     records: list[dict[str, Any] | None] = []
-    for sample in _rows(samples, SAMPLE_COLUMNS):
-        sid, task = sample["sample_id"], sample["task"]
+    sample_ids, sample_tasks = sample_columns["sample_id"], sample_columns["task"]
+    for i in range(samples.num_rows):
+        sid, task = sample_ids[i], sample_tasks[i]
         if task not in run_tasks:
             records.append(None)
             continue
-        p = parsed_by.get(sid, no_row)
-        task_scores = scores_by.get(sid, no_row)
+        p = parsed_at.get(sid, NO_ROW)
+        first, end = media_at[i], media_at[i + 1]
         if task in IMAGE_TASKS:
-            body = _image_record(sample, p, task_scores.get(task, no_row))
-        elif task == "behavior":
-            body = _behavior_record(sample, p, task_scores, media)
+            c = score_at.get((sid, task), NO_ROW)
+            body = _image_record(
+                sample_columns, i, roles[first:end], parsed_columns, p, score_columns, c
+            )
         else:
-            body = _visibility_record(sample, p, task_scores.get(task, no_row), media)
-        response = response_by.get(sid, no_row)
-        raw = response.get("raw_text")
-        stage, status = p.get("stage"), response.get("status")
-        records.append(
-            {
-                "id": sid,
-                "task": task,
-                "difficulty": sample["difficulty"],
-                "stage": stage if stage else "missing",
-                "status": status if status else "missing",
-                "error_type": response.get("error_type"),
-                "raw": raw[:RAW_TEXT_LIMIT] if raw else None,
-                "raw_truncated": bool(raw and len(raw) > RAW_TEXT_LIMIT),
-                "result": result_by.get((sid, task), "request_error"),  # dualcog.schemas.OUTCOMES
-                **body,
-            }
-        )
+            source = _video_source(roles[first:end], paths[first:end])
+            if task == "behavior":
+                options = [values[option_at[i] : option_at[i + 1]] for values in option_columns]
+                body = _behavior_record(
+                    sample_columns, i, options, source, parsed_columns, p, score_columns,
+                    score_at, media,
+                )  # fmt: skip
+            else:
+                c = score_at.get((sid, task), NO_ROW)
+                body = _visibility_record(
+                    sample_columns, i, source, parsed_columns, p, score_columns, c, media
+                )
+        r = response_at.get(sid, NO_ROW)
+        raw = raw_texts[r]
+        stage, status = stages[p], statuses[r]
+        record = {
+            "id": sid,
+            "task": task,
+            "difficulty": sample_columns["difficulty"][i],
+            "stage": stage if stage else "missing",
+            "status": status if status else "missing",
+            "error_type": error_types[r],
+            "raw": raw[:RAW_TEXT_LIMIT] if raw else None,
+            "raw_truncated": bool(raw and len(raw) > RAW_TEXT_LIMIT),
+            "result": result_by.get((sid, task), "request_error"),  # dualcog.schemas.OUTCOMES
+        }
+        record.update(body)
+        records.append(record)
     return records
