@@ -80,10 +80,10 @@ def main() -> None:
     args = parser.parse_args()
     results = args.run / "results"
     samples = pd.read_parquet(results / "benchmark" / "samples.parquet")
+    # Each run's parsed answers sit beside its run file (not its outcomes or facts files).
     parsed_files = sorted(
-        p
-        for p in (results / "parsed").glob("*.parquet")
-        if not p.name.endswith(".outcomes.parquet")
+        run.with_name(run.name.removesuffix(".run.json") + ".parquet")
+        for run in (results / "parsed").glob("*.run.json")
     )[: args.models]
     if not parsed_files:
         sys.exit(f"{results / 'parsed'}: no parsed answers (run the workflow first)")

@@ -279,8 +279,9 @@ def synthetic_inputs(folder: Path) -> dict:
 
 def run_inputs(results: Path, model: str) -> dict:
     """A finished run's tables of one model."""
-    models = sorted(p.stem for p in (results / "parsed").glob("*.parquet")
-                    if not p.name.endswith(".outcomes.parquet"))  # fmt: skip
+    # One run file per model (the parsed folder also holds outcomes and facts files).
+    models = sorted(p.name.removesuffix(".run.json")
+                    for p in (results / "parsed").glob("*.run.json"))  # fmt: skip
     responses = sorted((results / "responses" / model).glob("*.parquet"))
     return {"model": model, "all_models": models, "responses": [str(p) for p in responses],
             "samples": str(results / "benchmark" / "samples.parquet"),
