@@ -135,9 +135,6 @@ def response_facts_table(
 
     n, names = responses.num_rows, set(responses.column_names)
 
-    def text(name: str) -> pa.ChunkedArray | pa.Array:
-        return _text(responses, name)
-
     def kept(field: pa.Field) -> pa.ChunkedArray | pa.Array:
         if field.name not in names:
             return pa.nulls(n, field.type)
@@ -146,7 +143,9 @@ def response_facts_table(
 
     columns = {field.name: kept(field) for field in RESPONSE_FACTS if field.type != pa.bool_()}
     reasoning = zip(
-        blank_list(text("reasoning_text")), columns["reasoning_tokens"].to_pylist(), strict=True
+        blank_list(_text(responses, "reasoning_text")),
+        columns["reasoning_tokens"].to_pylist(),
+        strict=True,
     )
     flags = {
         **(text_flags(responses) if flags is None else flags),

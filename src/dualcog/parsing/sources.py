@@ -30,17 +30,10 @@ def _is_pandas_na(value: Any) -> bool:
 
 def status_allows(value: Any) -> bool:
     """One status field's verdict: True for a null (not carried) or an `ok` string."""
-    if is_null(value):
+    # The two usual values first (not carried, exactly `ok`): asked for every row of a run.
+    if value is None or (type(value) is str and value == "ok") or is_null(value):
         return True
     return isinstance(value, str) and value.strip().lower() == "ok"
-
-
-def _allows(value: Any) -> bool:
-    """`status_allows`, with the two usual values (not carried, exactly `ok`) decided first:
-    a parse or replay job asks it for every row."""
-    if value is None or (type(value) is str and value == "ok"):
-        return True
-    return status_allows(value)
 
 
 def is_response(statuses: tuple[Any, ...], raw_text: Any) -> bool:
@@ -48,7 +41,7 @@ def is_response(statuses: tuple[Any, ...], raw_text: Any) -> bool:
     if not isinstance(raw_text, str):
         return False
     for value in statuses:  # noqa: SIM110 (a loop: no generator per row)
-        if not _allows(value):
+        if not status_allows(value):
             return False
     return True
 
@@ -58,6 +51,6 @@ def record_is_response(record: Mapping[str, Any]) -> bool:
     if not isinstance(record.get("raw_text"), str):
         return False
     for field in STATUS_FIELDS:  # noqa: SIM110 (a loop: no generator per row)
-        if not _allows(record.get(field)):
+        if not status_allows(record.get(field)):
             return False
     return True
