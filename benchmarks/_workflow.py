@@ -66,6 +66,8 @@ def cpu_by_rule(workdir: Path) -> dict[str, tuple[int, float]]:
         rule = relative.parts[0] if len(relative.parts) > 1 else relative.stem.split(".")[0]
         if relative.name == "replay.log":  # logs/infer/<run>/replay.log: a replay job
             rule = "replay"
+        elif relative.name == "run.log":  # logs/infer/<run>/run.log: an infer_run job
+            rule = "infer_run"
         jobs, cpu = out.get(rule, (0, 0.0))
         out[rule] = (jobs + 1, cpu + float(found[-1][1]))
     return out

@@ -1,6 +1,7 @@
 """Per-job CPU of the cheap per-model rules, before vs after, in one run.
 
-The per-model rules `infer` (built-in backends, one job per model and task), `replay`,
+The per-model rules `infer` (built-in backends, one job per model and task, on trees before
+`infer_run`), `replay` (now `infer_run`, one job per replayed or built-in run),
 `parse`, `score` (and `intervals`, on trees from before it became part of `score`: the two
 are then compared with the merged job), `explorer`, the prompt renders and the `collect_metrics` /
 `collect_intervals` jobs pay Python start-up, Snakemake's script preamble and imports once
@@ -34,10 +35,13 @@ from _workflow import REPO, cpu_by_rule, revision_tree, timed_snakemake
 # Inputs of the re-run jobs and everything upstream of them (so that nothing else runs).
 COPIED = ["benchmark", "media", "responses", "parsed", "scores", "metrics", "prompts",
           "explorer", "stamp.json"]  # fmt: skip
-MODEL_RULES = ["infer", "replay", "parse", "score", "intervals", "explorer"]
+MODEL_RULES = ["infer", "replay", "infer_run", "parse", "score", "intervals", "explorer"]
 # Rules since merged into another: the baseline's jobs of both are compared with the merged
 # jobs (only the rules a tree has are forced).
 MERGED = {"intervals": "score"}
+# Rules whose jobs were regrouped into fewer jobs of another (built-in `infer` jobs, one per
+# model and task, and `replay` into one `infer_run` job per model): compared by their totals.
+REGROUPED = {"infer": "infer_run", "replay": "infer_run"}
 # Once-per-run jobs split out of a per-model rule (on trees that have them): their CPU is
 # printed on its own line and counted in the totals of that rule.
 SPLIT_OUT = {"bootstrap_weights": "score"}
@@ -81,10 +85,11 @@ def outputs(workdir: Path, models: list[str], collect: bool) -> list[str]:
 
 
 def has_rule(tree: Path, name: str) -> bool:
-    """A rule the tree declares by name, or (`replay`) the rule of replayed runs of every
-    task, named in a loop (rules/inference.smk)."""
+    """A rule the tree declares by name, or (`replay`, `infer_run`) the per-run rule of runs
+    of every task, named in a loop (rules/inference.smk)."""
     texts = [f"\n{p.read_text()}" for p in (tree / "rules").glob("*.smk")]
-    if name == "replay" and any("replay_rule_name(replay_tasks)" in text for text in texts):
+    looped = {"replay": "replay_rule_name(replay_tasks)", "infer_run": "per_run_rule_name("}
+    if name in looped and any(looped[name] in text for text in texts):
         return True
     return any(f"\nrule {name}:" in text for text in texts)
 
@@ -181,17 +186,23 @@ def main() -> None:
         assert n == m, f"{rule}: {m} jobs, {into}: {n}"
         print(f"before: {into} {cpu / n:.2f} s + {rule} {more / m:.2f} s per model")
         before[into] = (n, cpu + more)
+    for rule, into in REGROUPED.items():  # e.g. infer + replay before, infer_run after
+        if rule in before and rule not in after and into in after:
+            (n, cpu), (m, more) = before.pop(rule), before.get(into, (0, 0.0))
+            print(f"before: {rule} {n} jobs, {cpu:.1f} s, counted in {into}")
+            before[into] = (n + m, cpu + more)
     expected = set(before)
-    print(f"{'rule':<18} {'jobs':>5} {'before CPU/job':>15} {'after CPU/job':>14} "
+    print(f"{'rule':<18} {'jobs':>9} {'before CPU/job':>15} {'after CPU/job':>14} "
           f"{'before total':>13} {'after total':>12}")  # fmt: skip
     totals = [0.0, 0.0]
     for rule in sorted(expected, key=lambda r: -before[r][1]):
         (n, cpu_before), (m, cpu_after) = before[rule], after[rule]
-        assert n == m, f"{rule}: {n} jobs before, {m} after"
+        assert n == m or rule in REGROUPED.values(), f"{rule}: {n} jobs before, {m} after"
         totals[0] += cpu_before
         totals[1] += cpu_after
         ratio = cpu_before / cpu_after
-        print(f"{rule:<18} {n:5d} {cpu_before / n:13.2f} s {cpu_after / n:12.2f} s "
+        jobs = f"{n}" if n == m else f"{n}->{m}"
+        print(f"{rule:<18} {jobs:>9} {cpu_before / n:13.2f} s {cpu_after / m:12.2f} s "
               f"{cpu_before:11.1f} s {cpu_after:10.1f} s  ({ratio:.2f}x)")  # fmt: skip
     print(f"{'all':<18} {'':5} {'':15} {'':14} {totals[0]:11.1f} s {totals[1]:10.1f} s  "
           f"({totals[0] / totals[1]:.2f}x)")  # fmt: skip

@@ -75,9 +75,10 @@ TASKS = config["tasks"]
 SERVED_GROUPS = served_groups(config["models"])
 SERVED_RUNS = [run for group in SERVED_GROUPS for run in group.runs]
 UNSERVED_RUNS = [m for m in MODELS if m not in SERVED_RUNS]
-# Replayed runs: one job per run reads its recorded files once for all of its tasks (sharded
-# ones are split like any other run).
-REPLAY_RUNS = [
+# Replayed and built-in runs: one job per run answers all of its tasks (replay: its recorded
+# files read once; the baselines: milliseconds of work after a process start-up). Sharded
+# ones are split like any other run.
+PER_RUN_RUNS = [
     m["name"]
     for m in config["models"]
     if backend_of(m).run_per_model
@@ -85,7 +86,7 @@ REPLAY_RUNS = [
     and shard_count(m) == 1
 ]
 # Runs the `infer` rule handles (one job per run and task); served runs have their own rules.
-INFER_RUNS = [m for m in UNSERVED_RUNS if m not in REPLAY_RUNS]
+INFER_RUNS = [m for m in UNSERVED_RUNS if m not in PER_RUN_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 COMPARE_PAIRS = comparison_pairs(config)
@@ -179,20 +180,27 @@ def replay_sources(wildcards):
     return input_files(model_by_name(config, wildcards.model))
 
 
-def replay_groups():
-    """Replayed runs by their task list (in registry order)."""
+def gold_samples(wildcards):
+    """The benchmark's samples, for a per-run job whose backend reads the gold."""
+    if backend_of(model_by_name(config, wildcards.model)).reads_samples:
+        return "results/benchmark/samples.parquet"
+    return []
+
+
+def per_run_groups():
+    """Runs answered one job per run, by their task list (in registry order)."""
     groups = {}
-    for name in REPLAY_RUNS:
+    for name in PER_RUN_RUNS:
         tasks = tuple(model_tasks(config, model_by_name(config, name)))
         groups.setdefault(tasks, []).append(name)
     return groups
 
 
-def replay_rule_name(tasks):
-    """`replay` for runs of every task of the workflow, else named by the run's tasks."""
+def per_run_rule_name(tasks):
+    """`infer_run` for runs of every task of the workflow, else named by the run's tasks."""
     if set(tasks) == set(TASKS):
-        return "replay"
-    return "replay_" + "_".join(tasks)
+        return "infer_run"
+    return "infer_run_" + "_".join(tasks)
 
 
 def all_replay_sources():

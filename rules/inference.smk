@@ -23,30 +23,31 @@ rule infer:
         "../scripts/infer.py"
 
 
-# Replayed runs: reading recorded files costs little per task, so one job answers all of a
-# run's tasks (one rule per distinct task list; a run's change reruns only its job).
-for replay_tasks, replay_runs in replay_groups().items():
+# Replayed and built-in runs: one job answers all of a run's tasks (one rule per distinct
+# task list; a run's change reruns only its job).
+for run_tasks, per_runs in per_run_groups().items():
 
     rule:
         name:
-            replay_rule_name(replay_tasks)
+            per_run_rule_name(run_tasks)
         input:
-            prompts=lambda wildcards, tasks=replay_tasks: [
+            prompts=lambda wildcards, tasks=run_tasks: [
                 prompts_path(wildcards.model, task) for task in tasks
             ],
+            samples=gold_samples,
             replay=replay_sources,
         output:
-            [f"results/responses/{{model}}/{task}.parquet" for task in replay_tasks],
+            [f"results/responses/{{model}}/{task}.parquet" for task in run_tasks],
         log:
-            "results/logs/infer/{model}/replay.log",
+            "results/logs/infer/{model}/run.log",
         wildcard_constraints:
-            model=names_regex(replay_runs),
+            model=names_regex(per_runs),
         conda:
             "../envs/dualcog.yaml"
         params:
-            tasks=list(replay_tasks),
+            tasks=list(run_tasks),
             settings=lambda wildcards: answer_settings(
                 model_by_name(config, wildcards.model)
             ),
         script:
-            "../scripts/infer_replay.py"
+            "../scripts/infer_run.py"

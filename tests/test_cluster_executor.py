@@ -38,7 +38,7 @@ TASKS = ["landmark_position", "landmark_visibility"]  # agent-state image, world
 # Rules upstream of inference; the SLURM run groups them into one job, and the rest into another.
 INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
                "render_video_prompts")  # fmt: skip
-INFERENCE_RULES = ("infer", "infer_shard", "assemble_shards")
+INFERENCE_RULES = ("infer", "infer_run", "infer_shard", "assemble_shards")
 # What every run builds: the rule writing the compared tables (metrics and stamp upstream).
 TARGET = "tables"
 
@@ -150,7 +150,7 @@ def test_cluster_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     assert all((job / "returncode").read_text() == "0" for job in jobs)
     ran = {line.split()[-1] for job in jobs for line in job.joinpath("output.log").open()
            if line.startswith("localrule ")}  # fmt: skip
-    assert {"ingest:", "infer:", "parse:", "score:", "collect_metrics:", "tables:"} <= ran
+    assert {"ingest:", "infer_run:", "parse:", "score:", "collect_metrics:", "tables:"} <= ran
 
     _assert_same_results(local_run, cluster)
 
@@ -211,18 +211,19 @@ def test_slurm_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
         "--default-resources", f"slurm_partition={partition}", "mem_mb=500", "runtime=10",
         "--slurm-keep-successful-logs",
         # The inputs chain and the scoring chain run as one SLURM job each (group jobs, as on
-        # a real cluster for many small steps); the two inference jobs on their own.
+        # a real cluster for many small steps); the run's inference job on its own.
         "--groups", *(f"{rule}=inputs" for rule in INPUT_RULES),
         *(f"{rule}=scoring" for rule in scoring_rules),
         env={**PINNED, **with_plugin},
     )  # fmt: skip
     submitted = result.stderr.count("has been submitted with SLURM jobid")
-    assert submitted == 4  # inputs, two infer jobs, scoring
+    assert submitted == 3  # inputs, the run's infer_run job, scoring
     slurm_logs = cluster / ".snakemake" / "slurm_logs"
     jobs = sorted(log.relative_to(slurm_logs).parts[0] for log in slurm_logs.rglob("*.log"))
     assert [job.split("_")[:2] for job in jobs] == [
-        ["group", "inputs"], ["group", "scoring"], ["rule", "infer"], ["rule", "infer"]
+        ["group", "inputs"], ["group", "scoring"], ["rule", "infer"]
     ]  # fmt: skip
+    assert jobs[2].startswith("rule_infer_run")
     _assert_same_results(local_run, cluster)
 
 

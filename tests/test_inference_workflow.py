@@ -188,6 +188,15 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
     assert "401" in second.stderr and "permanent failures" in second.stderr
     assert (tmp_path / "results/metrics/metrics.parquet").is_file()
 
+    # A video setting is a parameter of the video task's job alone (one job per task for an
+    # API run): changing it plans that job again, not the image task's.
+    _config(tmp_path, server.api_base, tasks, video_frames=3)
+    targets = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
+    planned = _snakemake(tmp_path, *targets, "--dry-run")
+    assert planned.returncode == 0, planned.stdout[-3000:]
+    infer_jobs = re.findall(r"^rule infer:\n(?:\s+.*\n)*?\s+wildcards: (.*)$", planned.stdout, re.M)
+    assert infer_jobs == [f"model={MODEL}, task=behavior"]
+
 
 def _log(task: str) -> str:
     return f"results/logs/infer/{MODEL}/{task}.log"

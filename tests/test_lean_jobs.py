@@ -167,7 +167,7 @@ def _write(table: pa.Table, schema: pa.Schema, path: Path) -> str:
     return str(path)
 
 
-def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None:
+def test_infer_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None:
     samples = build_samples()
     prompts = build_prompts(samples)
     samples_path = _write(pa.Table.from_pandas(samples), schemas.SAMPLES, tmp_path / "s.parquet")
@@ -198,13 +198,25 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
     ]
     jobs.append(
         {
-            "script": str(REPO / "scripts/infer_replay.py"),
+            "script": str(REPO / "scripts/infer_run.py"),
             "config": config,
             "wildcards": {"model": "rec"},
             "input": {"prompts": [prompt_paths[task] for task in tasks]},
             "output": [str(out / f"rec.{task}.parquet") for task in tasks],
             "params": {"tasks": tasks, "settings": {}},
             "log": str(out / "replay.log"),
+        }
+    )
+    # The same run in one job for both tasks (rule infer_run), reading the gold.
+    jobs.append(
+        {
+            "script": str(REPO / "scripts/infer_run.py"),
+            "config": config,
+            "wildcards": {"model": "sim"},
+            "input": {"prompts": [prompt_paths[task] for task in tasks], "samples": samples_path},
+            "output": [str(out / f"sim-run.{task}.parquet") for task in tasks],
+            "params": {"tasks": tasks, "settings": {}},
+            "log": str(out / "infer_run.log"),
         }
     )
     jobs.append(
@@ -234,6 +246,8 @@ def test_infer_replay_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None
         written = pd.read_parquet(out / f"sim.{task}.parquet")
         assert written["sample_id"].tolist() == prompts[prompts.task == task].sample_id.tolist()
         assert set(written["status"]) == {"ok"}
+        run_job = out / f"sim-run.{task}.parquet"
+        assert run_job.read_bytes() == (out / f"sim.{task}.parquet").read_bytes()
     replayed = pd.concat(pd.read_parquet(out / f"rec.{task}.parquet") for task in tasks)
     assert replayed.set_index("sample_id")["status"].to_dict()["vid_behavior_0"] == "ok"
     assert (replayed["status"] == "ok").sum() == 1

@@ -104,13 +104,15 @@ def test_changing_one_model_reruns_only_that_model(demo_copy: Path) -> None:
     jobs = _planned_after_change(demo_copy, PERMILLE, skill=0.5)
     models = {w.get("model") for rule, w in jobs if "model" in w}
     assert models == {PERMILLE}
-    infer_tasks = {w["task"] for rule, w in jobs if rule == "infer"}
-    assert len(infer_tasks) == 6
+    # A built-in backend answers all six tasks of a run in one job.
+    assert [(rule, w) for rule, w in jobs if rule.startswith("infer")] == [
+        ("infer_run", {"model": PERMILLE})
+    ]
     rules = {rule for rule, _ in jobs}
     # stamp: the model's settings digest changed; explorer: that model's page only; compare:
     # the model is one side of the configured comparison.
     assert rules == {
-        "infer", "parse", "score", "collect_metrics", "tables", "leaderboard",
+        "infer_run", "parse", "score", "collect_metrics", "tables", "leaderboard",
         "collect_intervals", "plots", "stamp", "explorer", "compare", "all",
     }  # fmt: skip
 
@@ -135,10 +137,11 @@ def test_changing_bootstrap_settings_reruns_only_the_score_jobs_and_what_reads_t
     }  # fmt: skip
 
 
-def test_changing_video_mode_reruns_only_video_jobs_of_that_model(demo_copy: Path) -> None:
+def test_changing_video_mode_reruns_only_that_models_job(demo_copy: Path) -> None:
+    """A built-in run's one job (an API run's video jobs alone: test_inference_workflow.py)."""
     jobs = _planned_after_change(demo_copy, CHATTY, video_frames=6)
-    infer = {(w["model"], w["task"]) for rule, w in jobs if rule == "infer"}
-    assert infer == {(CHATTY, "behavior"), (CHATTY, "landmark_visibility")}
+    infer = [(rule, w) for rule, w in jobs if rule.startswith("infer")]
+    assert infer == [("infer_run", {"model": CHATTY})]
     assert ("prepare_videos", {"vmode": "frames6"}) in jobs
 
 
@@ -148,8 +151,8 @@ def test_editing_a_replayed_file_reruns_only_the_replay_model(demo_copy: Path) -
     jobs = _planned_jobs(run_snakemake(demo_copy, "--dry-run").stdout)
     assert {w["model"] for _, w in jobs if "model" in w} == {"recorded-Instant"}
     # One job replays all six tasks of the run; no per-task infer job.
-    assert [(rule, w) for rule, w in jobs if rule in ("replay", "infer")] == [
-        ("replay", {"model": "recorded-Instant"})
+    assert [(rule, w) for rule, w in jobs if rule.startswith("infer")] == [
+        ("infer_run", {"model": "recorded-Instant"})
     ]
 
 
@@ -180,10 +183,10 @@ def test_replayed_runs_with_other_task_lists_get_a_rule_of_their_own(tmp_path: P
     }
     write_config(tmp_path, config)
     jobs = _planned_jobs(run_snakemake(tmp_path, "--dry-run").stdout)
-    replays = sorted((rule, w["model"]) for rule, w in jobs if rule.startswith("replay"))
+    replays = sorted((rule, w["model"]) for rule, w in jobs if rule.startswith("infer_run"))
     assert replays == [
-        ("replay", "recorded-Instant"),
-        ("replay_behavior_landmark_visibility", "recorded-video"),
+        ("infer_run", "recorded-Instant"),
+        ("infer_run_behavior_landmark_visibility", "recorded-video"),
     ]
     # A sharded replayed run is split like any other run.
     assert {w["model"] for rule, w in jobs if rule == "infer_shard"} == {"recorded-sharded"}

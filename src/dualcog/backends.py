@@ -56,9 +56,13 @@ class Backend:
         assessed against `max_error_rate`, written beside the cache and reported, and a job past
         it fails so that a rerun retries (dualcog.inference.outcome). A backend whose failures
         are not counted reports success whatever its rows say.
-    run_per_model: one job per run answers all its tasks (rule `replay_*`,
-        scripts/infer_replay.py) rather than one job per (run, task) (rule `infer`,
-        scripts/infer.py); its runner must need neither samples nor media.
+    run_per_model: one job per run answers all its tasks (rule `infer_run*`,
+        scripts/infer_run.py) rather than one job per (run, task) (rule `infer`,
+        scripts/infer.py): for backends that answer in milliseconds, where a job per task
+        would cost a process start-up each. Its runner gets no media store and no cache, so
+        it neither sends media nor counts failures; a sharded run still runs per task.
+    reads_samples: its runner reads the SAMPLES rows of the prompts' tasks (gold-aware
+        answers); a per-run job then reads the benchmark's samples too.
     input_field: the config field naming files the runner reads (a path or a list): they are
         Snakemake inputs of its jobs and preflight checks that they exist.
     required: config fields an entry of this backend must set.
@@ -78,6 +82,7 @@ class Backend:
     servable: bool = False
     counts_failures: bool = False
     run_per_model: bool = False
+    reads_samples: bool = False
     input_field: str | None = None
     required: tuple[str, ...] = ()
     simulated: bool = False
@@ -97,6 +102,11 @@ def register(backend: Backend) -> Backend:
     """Add a backend; a name is registered once."""
     if backend.name in REGISTRY:
         raise ValueError(f"backend {backend.name!r} is registered twice")
+    if backend.run_per_model and (backend.sends_media or backend.counts_failures):
+        raise ValueError(
+            f"backend {backend.name!r}: a per-run job has no media store and no outcome check "
+            "(run_per_model excludes sends_media and counts_failures)"
+        )
     REGISTRY[backend.name] = backend
     return backend
 
@@ -104,15 +114,17 @@ def register(backend: Backend) -> Backend:
 register(Backend(
     "oracle", "dualcog.inference.offline:run_oracle",
     "the gold answer of every sample (an upper bound; checks scoring end to end)",
+    run_per_model=True, reads_samples=True,
 ))  # fmt: skip
 register(Backend(
     "random", "dualcog.inference.offline:run_random",
     "a uniformly random valid answer per sample (the chance baseline)",
+    run_per_model=True, reads_samples=True,
 ))  # fmt: skip
 register(Backend(
     "simulated", "dualcog.inference.offline:run_simulated",
     "gold-aware answers with a given skill and output quirks (demos and tests)",
-    simulated=True,
+    run_per_model=True, reads_samples=True, simulated=True,
 ))  # fmt: skip
 register(Backend(
     "replay", "dualcog.inference.replay:run_replay",

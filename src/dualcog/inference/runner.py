@@ -77,15 +77,18 @@ def run_model_table(
 
 
 def _run_per_model(
-    model: Mapping[str, Any], rows_by_task: Mapping[str, Rows], progress: ProgressFn | None
+    model: Mapping[str, Any],
+    rows_by_task: Mapping[str, Rows],
+    samples: Rows,
+    progress: ProgressFn | None,
 ) -> dict[str, Rows]:
     if not backend_of(model).run_per_model:
         raise ValueError(
             f"model {model.get('name')!r}: backend {model.get('backend')} runs one job per task"
         )
     prompt_rows = [row for rows in rows_by_task.values() for row in rows]
-    # Such runners read neither samples nor media nor a cache (Backend.run_per_model).
-    answered = _run(model, prompt_rows, RunInputs([], Path(), Path(), progress))
+    # Such runners read neither media nor a cache (Backend.run_per_model).
+    answered = _run(model, prompt_rows, RunInputs(samples, Path(), Path(), progress))
     out, at = {}, 0
     for task, rows in rows_by_task.items():
         out[task] = answered[at : at + len(rows)]
@@ -96,25 +99,30 @@ def _run_per_model(
 def run_per_model(
     model: Mapping[str, Any],
     prompts_by_task: Mapping[str, pd.DataFrame],
+    samples: pd.DataFrame | None = None,
     progress: ProgressFn | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Responses of one run for several request kinds in one runner call (a backend declared
-    `run_per_model`, e.g. replay: its files read once).
+    `run_per_model`: replay reads its files once, a built-in backend starts once). `samples`:
+    the SAMPLES rows of those kinds, for a backend that `reads_samples`.
 
     Each kind's frame equals `run_model` on that kind's prompts alone: a sample's response is
     the last response row for its id, whichever kinds are run with it.
     """
     rows_by_task = {task: _records(frame) for task, frame in prompts_by_task.items()}
-    answered = _run_per_model(model, rows_by_task, progress)
+    rows = _records(samples) if samples is not None else []
+    answered = _run_per_model(model, rows_by_task, rows, progress)
     return {task: responses_frame(rows) for task, rows in answered.items()}
 
 
 def run_per_model_tables(
     model: Mapping[str, Any],
     prompts_by_task: Mapping[str, pa.Table],
+    samples: pa.Table | None = None,
     progress: ProgressFn | None = None,
 ) -> dict[str, pa.Table]:
-    """`run_per_model` with Arrow tables in (PROMPTS) and out (RESPONSES)."""
+    """`run_per_model` with Arrow tables in (PROMPTS, SAMPLES) and out (RESPONSES)."""
     rows_by_task = {task: table.to_pylist() for task, table in prompts_by_task.items()}
-    answered = _run_per_model(model, rows_by_task, progress)
+    rows = samples.to_pylist() if samples is not None else []
+    answered = _run_per_model(model, rows_by_task, rows, progress)
     return {task: responses_table(rows) for task, rows in answered.items()}

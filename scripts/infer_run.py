@@ -1,5 +1,6 @@
-"""Snakemake adapter: one run of a backend that runs per model (replay: its recorded files)
--> its responses for every task. Arrow in and out: the job never imports pandas."""
+"""Snakemake adapter: one run of a backend that runs per model (replay: its recorded files;
+the built-in baselines: the gold) -> its responses for every task. Arrow in and out: the job
+never imports pandas."""
 
 # ruff: noqa: E402
 from dualcog.runtime import import_pyarrow_without_numpy, log, progress_logger, run_step
@@ -10,13 +11,15 @@ import_pyarrow_without_numpy()
 
 from collections import Counter
 
+from dualcog.arrow_rows import rows_where
 from dualcog.config import model_by_name
 from dualcog.inference import run_per_model_tables
 from dualcog.schemas import RESPONSES, read_arrow, write_table
 
-# What a response row takes from its prompt (dualcog.inference.rows.response_row): the texts
-# and media lists are never read, let alone converted to Python values.
-PROMPT_COLUMNS = ["sample_id", "task", "request_key"]
+# What a response row takes from its prompt (dualcog.inference.rows.response_row) and what
+# the built-in baselines read (the options offered): the texts and media lists are never
+# read, let alone converted to Python values.
+PROMPT_COLUMNS = ["sample_id", "task", "request_key", "offered_option_ids"]
 
 
 def main(sm):
@@ -27,11 +30,17 @@ def main(sm):
         task: read_arrow(path, columns=PROMPT_COLUMNS)
         for task, path in zip(tasks, sm.input.prompts, strict=True)
     }
+    samples = None
+    if getattr(sm.input, "samples", None):  # a gold-aware backend (Backend.reads_samples)
+        samples = read_arrow(sm.input.samples)
+        # Slices, not a pyarrow.compute filter (its import costs; dualcog.arrow_rows).
+        wanted = set(tasks)
+        samples = rows_where(samples, [t in wanted for t in samples.column("task").to_pylist()])
     log.info(
-        "%s: replaying %d requests of %s", model["name"], sum(map(len, prompts.values())),
-        ", ".join(tasks),
+        "%s: answering %d requests of %s (backend %s)", model["name"],
+        sum(map(len, prompts.values())), ", ".join(tasks), model["backend"],
     )  # fmt: skip
-    responses = run_per_model_tables(model, prompts, progress=progress_logger())
+    responses = run_per_model_tables(model, prompts, samples, progress=progress_logger())
     for task, output in zip(tasks, sm.output, strict=True):
         table = responses[task]
         counts = Counter(table.column("status").to_pylist()).most_common()
