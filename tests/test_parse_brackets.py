@@ -127,10 +127,16 @@ def previous_spans(text: str, opener: str) -> list[tuple[int, int]]:
     starts, tokens = (
         (_OBJECT_START, _OBJECT_TOKENS) if opener == "{" else (_ARRAY_START, _ARRAY_TOKENS)
     )
+    # As previous_first_balanced does: one scan gives the span of every opener it pushes,
+    # which is that opener's own scan (its tokens from there on are the same), so a scan per
+    # opener not yet met is enough (a scan per opener is quadratic on long nests).
+    known: dict[int, tuple[int, int, int]] = {}
     out = []
     for match in starts.finditer(text):
         start = match.start()
-        end, height, _ = _closing_positions(text, start, tokens, opener)[start]
+        if start not in known:
+            known.update(_closing_positions(text, start, tokens, opener))
+        end, height, _ = known[start]
         if end != -1 and height <= MAX_JSON_DEPTH:
             out.append((start, end))
     return out
