@@ -20,7 +20,7 @@ from dualcog.schemas import SAMPLES as SAMPLES_SCHEMA
 from dualcog.scoring import score_samples, score_tables, scores_table
 from dualcog.scoring.score import as_table
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SAMPLES = samples_frame(
     [

@@ -282,7 +282,7 @@ def _visibility_scores(cases: list[tuple[list, list | None]], duration=10.0) -> 
 one_class = st.lists(st.tuples(GRID, GRID).map(list), max_size=8)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(1, 12).flatmap(
     lambda n: st.lists(st.tuples(one_class, one_class), min_size=n, max_size=n)))  # fmt: skip
 def test_one_class_of_many_intervals_matches_the_plain_rule(cases) -> None:
