@@ -8,6 +8,7 @@ for nesting past MAX_JSON_DEPTH and for many escaped quotes).
 
 from __future__ import annotations
 
+import random
 import re
 from itertools import accumulate
 from typing import Any
@@ -127,10 +128,16 @@ def previous_spans(text: str, opener: str) -> list[tuple[int, int]]:
     starts, tokens = (
         (_OBJECT_START, _OBJECT_TOKENS) if opener == "{" else (_ARRAY_START, _ARRAY_TOKENS)
     )
+    # As previous_first_balanced does: one scan gives the span of every opener it pushes,
+    # which is that opener's own scan (its tokens from there on are the same), so a scan per
+    # opener not yet met is enough (a scan per opener is quadratic on long nests).
+    known: dict[int, tuple[int, int, int]] = {}
     out = []
     for match in starts.finditer(text):
         start = match.start()
-        end, height, _ = _closing_positions(text, start, tokens, opener)[start]
+        if start not in known:
+            known.update(_closing_positions(text, start, tokens, opener))
+        end, height, _ = known[start]
         if end != -1 and height <= MAX_JSON_DEPTH:
             out.append((start, end))
     return out
@@ -149,36 +156,60 @@ long_soup = st.lists(
     st.tuples(st.sampled_from(_SOUP), st.integers(1, 700)), min_size=1, max_size=6
 ).map(lambda pieces: "".join(piece * count for piece, count in pieces))
 
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Hypothesis explores (and shrinks) the soup; test_seeded_soups adds the volume: a Hypothesis
+# example costs more than these checks of a short text.
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _same_value_as_previous(text: str) -> None:
+    assert first_balanced_object(text) == previous_object(text), text
+    assert first_balanced_array(text) == previous_array(text), text
+    assert json_depth(text) == previous_json_depth(text), text
+
+
+def _whole_text_scan_alone_as_previous(text: str) -> None:
+    # Without the first-opener shortcut every span comes from parsing.brackets.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsontext, "_SHORTCUT_TOKENS", 0)
+        assert first_balanced_object(text) == previous_object(text), text
+        assert first_balanced_array(text) == previous_array(text), text
+
+
+def _same_spans_as_previous(text: str) -> None:
+    for opener, closer in ("{}", "[]"):
+        spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
+        assert list(zip(spans.starts.tolist(), spans.ends.tolist(), strict=True)) == previous_spans(
+            text, opener
+        ), text
 
 
 @FUZZ
 @given(soup)
 def test_array_scanner_equals_the_previous_scan_on_soup(text):
-    assert first_balanced_object(text) == previous_object(text)
-    assert first_balanced_array(text) == previous_array(text)
-    assert json_depth(text) == previous_json_depth(text)
+    _same_value_as_previous(text)
 
 
 @FUZZ
 @given(soup)
 def test_the_whole_text_scan_alone_equals_the_previous_scan(text):
-    # Without the first-opener shortcut every span comes from parsing.brackets.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsontext, "_SHORTCUT_TOKENS", 0)
-        assert first_balanced_object(text) == previous_object(text)
-        assert first_balanced_array(text) == previous_array(text)
+    _whole_text_scan_alone_as_previous(text)
 
 
 @FUZZ
 @given(soup)
 def test_every_span_equals_the_previous_scans(text):
-    for opener, closer in ("{}", "[]"):
-        spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
-        assert list(zip(spans.starts.tolist(), spans.ends.tolist(), strict=True)) == previous_spans(
-            text, opener
-        )
+    _same_spans_as_previous(text)
+
+
+def test_seeded_soups():
+    """The three checks above on 400 seeded random texts of the same soup."""
+    rng = random.Random(3)
+    for _ in range(400):
+        text = "".join(rng.choice(_SOUP) for _ in range(rng.randrange(0, 61)))
+        _same_value_as_previous(text)
+        _whole_text_scan_alone_as_previous(text)
+        _same_spans_as_previous(text)
 
 
 @LONG

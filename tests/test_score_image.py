@@ -292,9 +292,13 @@ def plain_image_rule(sample: dict, row: dict | None, parse: str) -> tuple[bool, 
     return correct, plain_iou(box, target)
 
 
+# The cases come from a plain `random.Random` seeded by Hypothesis: its own `randoms()` cost a
+# Hypothesis draw per call (nine tenths of the test's time) and skew the weights above; a
+# failure still reports (and shrinks) the seed, n and sliced that reproduce it.
 @settings(max_examples=200, deadline=None)
-@given(st.randoms(use_true_random=False), st.integers(1, 12), st.booleans())
-def test_image_scores_equal_the_plain_rule(rng, n, sliced) -> None:
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.booleans())
+def test_image_scores_equal_the_plain_rule(seed, n, sliced) -> None:
+    rng = random.Random(seed)
     cases = [image_case(rng, i) for i in range(n)]
     samples = [sample for sample, _ in cases]
     parsed = [row for _, rows in cases for row in rows]

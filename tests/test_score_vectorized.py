@@ -24,7 +24,7 @@ from score_fixtures import (
     visibility_sample,
 )
 
-from dualcog.schemas import PARSED, SAMPLES
+from dualcog.schemas import PARSED, SAMPLES, to_table
 from dualcog.scoring import SCORES, interval_batch, score_samples, score_tables
 from dualcog.scoring.interval_batch import (
     GroupedIntervals,
@@ -203,14 +203,31 @@ def _check(row, expected: dict) -> None:
         assert _same(got, value), (name, got, value)
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.integers(), min_size=1, max_size=12).flatmap(
-    lambda seeds: st.tuples(*(behavior_case(i) for i in range(len(seeds))))))  # fmt: skip
+def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Rows as score_tables reads them: typed Arrow, a NaN in a list a null (as through
+    pandas into Parquet)."""
+    full = [{name: row.get(name) for name in schema.names} for row in rows]
+    return to_table(pd.DataFrame(full, columns=schema.names, dtype=object), schema)
+
+
+def _round_trip(rows: list[dict], schema: pa.Schema) -> tuple[pa.Table, pd.DataFrame]:
+    """_table, and the rows as the plain rule reads them back (pandas: numpy arrays, NaN)."""
+    table = _table(rows, schema)
+    return table, table.to_pandas()
+
+
+# Random tables of 1 to 24 rows (uniformly many: a list strategy keeps most lists short):
+# fewer, larger tables than one per few rows (a table's conversions cost more than its rows),
+# some hundreds of cases in all, rows of many kinds side by side in each batch scored.
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 24).flatmap(
+    lambda n: st.tuples(*(behavior_case(i) for i in range(n)))))  # fmt: skip
 def test_behavior_rows_match_the_plain_rule(cases) -> None:
-    samples = samples_frame([s for s, _ in cases])
-    parsed = parsed_frame([p for _, p in cases if p is not None])
-    scores = score_samples(samples, parsed, parses=("strict",))
+    samples_t, samples = _round_trip([s for s, _ in cases], SAMPLES)
+    parsed_t, parsed = _round_trip([p for _, p in cases if p is not None], PARSED)
+    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
     assert len(scores) == 2 * len(cases)
+    parsed_at = {sample_id: i for i, sample_id in enumerate(parsed["sample_id"])}
     # Through Parquet-like round trips, as the plain rule sees rows in the workflow.
     for i, (sample, parsed_row) in enumerate(cases):
         sample_row = samples.iloc[i]
@@ -222,7 +239,7 @@ def test_behavior_rows_match_the_plain_rule(cases) -> None:
         }
         plain_parsed = None
         if parsed_row is not None:
-            parsed_match = parsed[parsed["sample_id"] == sample["sample_id"]].iloc[0]
+            parsed_match = parsed.iloc[parsed_at[sample["sample_id"]]]
             plain_parsed = {
                 "stage": parsed_match["stage"],
                 "answers_valid": parsed_match["answers_valid"],
@@ -231,23 +248,24 @@ def test_behavior_rows_match_the_plain_rule(cases) -> None:
         for level_row, expected in zip(
             (2 * i, 2 * i + 1), _plain_behavior(plain_sample, plain_parsed), strict=True
         ):
-            _check(scores.iloc[level_row], expected)
+            _check(scores[level_row], expected)
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.integers(), min_size=1, max_size=12).flatmap(
-    lambda seeds: st.tuples(*(visibility_case(i) for i in range(len(seeds))))))  # fmt: skip
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 24).flatmap(
+    lambda n: st.tuples(*(visibility_case(i) for i in range(n)))))  # fmt: skip
 def test_visibility_rows_match_the_plain_rule(cases) -> None:
-    samples = samples_frame([s for s, _ in cases])
-    parsed = parsed_frame([p for _, p in cases])
-    scores = score_samples(samples, parsed, parses=("strict",))
+    samples_t, samples = _round_trip([s for s, _ in cases], SAMPLES)
+    parsed_t, parsed = _round_trip([p for _, p in cases], PARSED)
+    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
+    assert len(scores) == len(cases)
     for i, (sample, parsed_row) in enumerate(cases):
         plain_sample = {
             **sample,
-            "gold_visible_intervals": samples.iloc[i]["gold_visible_intervals"],
+            "gold_visible_intervals": samples["gold_visible_intervals"].iat[i],
         }
-        plain_parsed = {**parsed_row, "visible_intervals": parsed.iloc[i]["visible_intervals"]}
-        _check(scores.iloc[i], _plain_visibility(plain_sample, plain_parsed))
+        plain_parsed = {**parsed_row, "visible_intervals": parsed["visible_intervals"].iat[i]}
+        _check(scores[i], _plain_visibility(plain_sample, plain_parsed))
 
 
 def _visibility_scores(cases: list[tuple[list, list | None]], duration=10.0) -> pd.DataFrame:
@@ -261,18 +279,24 @@ def _visibility_scores(cases: list[tuple[list, list | None]], duration=10.0) -> 
     return score_samples(samples, parsed, parses=("strict",))
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.lists(st.tuples(GRID, GRID).map(list), max_size=8), min_size=1, max_size=4),
-    st.lists(st.lists(st.tuples(GRID, GRID).map(list), max_size=8), min_size=1, max_size=4),
-)
-def test_one_class_of_many_intervals_matches_the_plain_rule(golds, preds) -> None:
+one_class = st.lists(st.tuples(GRID, GRID).map(list), max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12).flatmap(
+    lambda n: st.lists(st.tuples(one_class, one_class), min_size=n, max_size=n)))  # fmt: skip
+def test_one_class_of_many_intervals_matches_the_plain_rule(cases) -> None:
     """Classes of up to 64 pairs: the kernel's small (insertion) and large (merge) sorts."""
-    cases = list(zip(golds, preds, strict=False))
-    scores = _visibility_scores(cases)
+    samples_t = _table(
+        [visibility_sample(f"v{i}", 0, gold, 10.0) for i, (gold, _) in enumerate(cases)], SAMPLES
+    )
+    parsed_t = _table(
+        [visibility_parsed(f"v{i}", 0, pred) for i, (_, pred) in enumerate(cases)], PARSED
+    )
+    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
     for i, (gold, pred) in enumerate(cases):
         plain = score_visibility_answer(gold, pred, 10.0)
-        row = scores.iloc[i]
+        row = scores[i]
         assert row["interval_tp"] == plain.tp and row["interval_fp"] == plain.fp
         assert row["n_gold_intervals"] == plain.n_gold
         assert row["tiou_sum"] == plain.tiou_sum  # bit for bit
@@ -446,7 +470,7 @@ def test_pair_block_size_changes_no_score(monkeypatch) -> None:
     assert blocked.equals(whole)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.lists(st.integers(), min_size=1, max_size=8).flatmap(
         lambda seeds: st.tuples(*(behavior_case(i) for i in range(len(seeds))))
@@ -458,8 +482,8 @@ def test_pair_block_size_changes_no_score(monkeypatch) -> None:
 def test_joined_row_scorers_equal_score_tables(behavior, visibility) -> None:
     """`score_*_rows` on rows joined beforehand give score_tables' numbers."""
     cases = [*behavior, *visibility]
-    samples = as_table(samples_frame([s for s, _ in cases]), SAMPLES)
-    parsed = as_table(parsed_frame([p for _, p in cases if p is not None]), PARSED)
+    samples = _table([s for s, _ in cases], SAMPLES)
+    parsed = _table([p for _, p in cases if p is not None], PARSED)
     index = row_index(samples, parsed, ("strict",))
     table = score_tables(samples, parsed, ("strict",))
     got = []
