@@ -5,8 +5,10 @@ from pathlib import Path
 import pytest
 
 from dualcog.config import (
+    SCHEMA_PATH,
     answer_settings,
     load_config,
+    load_schema,
     model_fingerprint,
     model_tasks,
     validate_config,
@@ -140,7 +142,6 @@ def test_display_name_refuses_markup(name) -> None:
 
 def test_schema_enums_are_the_codes_constants() -> None:
     from dualcog.backends import BACKEND_NAMES
-    from dualcog.config import load_schema
     from dualcog.inference.offline import SIMULATED_QUIRKS
     from dualcog.inference.request import FAMILY_MODE_BODIES
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
@@ -160,6 +161,14 @@ def test_schema_enums_are_the_codes_constants() -> None:
     assert model["group"]["enum"] == list(GROUP_ORDER)
     assert set(model["quirks"]["items"]["enum"]) == set(SIMULATED_QUIRKS)
     assert set(model["family"]["enum"]) == set(FAMILY_MODE_BODIES)
+
+
+def test_the_schema_reads_the_same_with_either_yaml_loader() -> None:
+    """load_schema takes libyaml's loader where PyYAML has it (start-up CPU)."""
+    import yaml
+
+    text = SCHEMA_PATH.read_text(encoding="utf-8")
+    assert load_schema() == yaml.safe_load(text)
 
 
 def test_defaults_come_from_the_schema() -> None:

@@ -26,8 +26,12 @@ SCHEMA_PATH = Path(__file__).with_name("config_schema.yaml")  # package data (py
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
     import yaml  # here: jobs that only look a model up never load it
 
+    # Our own file, read at every Snakemake start-up (each cluster job's too): libyaml's
+    # loader where PyYAML has it, a tenth of the pure-Python one's CPU (0.003 s against
+    # 0.029); tests/test_config.py checks that both read the same schema.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=loader)
 
 
 def schema_defaults(node: Mapping[str, Any]) -> dict[str, Any]:
