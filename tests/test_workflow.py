@@ -83,8 +83,12 @@ def test_per_mille_run_recovers_under_compatible_parse(demo_workflow: Path) -> N
 
 
 def test_second_run_has_nothing_to_do(demo_workflow: Path) -> None:
-    result = run_snakemake(demo_workflow, "--dry-run")
+    """Comparing every job's params with its record loads no pandas (snakemake_params)."""
+    result = run_snakemake(demo_workflow, "--dry-run", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert "Nothing to be done" in result.stdout + result.stderr
+    imported = re.findall(r"^import time:.*\| +([\w.]+)$", result.stderr, flags=re.M)
+    assert "snakemake.persistence" in imported
+    assert "pandas" not in imported
 
 
 def test_a_copy_of_the_run_is_up_to_date(demo_copy: Path) -> None:
