@@ -3,7 +3,6 @@ from __future__ import annotations
 import io
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from dualcog.tables import (
@@ -321,11 +320,11 @@ def test_html_table_is_a_full_page_with_group_rows_and_legend() -> None:
 def test_overall_shows_mean_output_tokens() -> None:
     from dualcog.tables import mean_output_tokens
 
-    responses = pa.table(
+    responses = pd.DataFrame(
         {
             "model": ["a", "a", "a", "b"],
             "status": ["ok", "ok", "error", "ok"],
-            "completion_tokens": [100, 50, 999, None],
+            "completion_tokens": [100.0, 50.0, 999.0, None],
         }
     )
     tokens = mean_output_tokens([responses])

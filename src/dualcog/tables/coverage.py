@@ -2,7 +2,7 @@
 
 Read from the `response_rate` rows of the metrics table (value = responses / expected,
 n = expected), so a table can say which numbers rest on fewer than all samples and which
-on none at all. Also the mean output tokens per model, read from the response facts.
+on none at all. Also the mean output tokens per model, read from the raw responses.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from dualcog.scoring.dual import FAMILY_SIDES
 from dualcog.tables.model import Column
@@ -133,22 +132,15 @@ def per_task_coverage(
     return wide.reindex(index=models, columns=list(tasks))
 
 
-def mean_output_tokens(facts: Iterable[pa.Table]) -> dict[str, float]:
-    """Per model: mean `completion_tokens` over ok responses that report it (tables with
-    model, status and completion_tokens: RESPONSE_FACTS rows)."""
+def mean_output_tokens(responses: Iterable[pd.DataFrame]) -> dict[str, float]:
+    """Per model: mean `completion_tokens` over ok responses that report it."""
     totals: dict[str, list[float]] = {}
-    for table in facts:
-        rows = zip(
-            table.column("model").to_pylist(),
-            table.column("status").to_pylist(),
-            table.column("completion_tokens").to_pylist(),
-            strict=True,
-        )
-        for model, status, tokens in rows:
-            if status == "ok" and tokens is not None and tokens == tokens:  # not NaN
-                entry = totals.setdefault(str(model), [0.0, 0])
-                entry[0] += float(tokens)
-                entry[1] += 1
+    for frame in responses:
+        ok = frame[(frame["status"] == "ok") & frame["completion_tokens"].notna()]
+        for model, tokens in ok.groupby("model")["completion_tokens"]:
+            entry = totals.setdefault(str(model), [0.0, 0.0])
+            entry[0] += float(tokens.sum())
+            entry[1] += len(tokens)
     return {model: total / count for model, (total, count) in totals.items() if count}
 
 

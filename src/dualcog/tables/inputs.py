@@ -124,7 +124,9 @@ def load_inputs(
             )
         counts[str(run["model"])] = {str(k): int(v) for k, v in stages.items()}
     facts = read_facts(facts)
-    tokens = mean_output_tokens([facts])
+    tokens = mean_output_tokens(
+        [facts.select(["model", "status", "completion_tokens"]).to_pandas()]
+    )
     classes = read_request_outcomes({_outcomes_model(p): p for p in outcomes})
     models = list(models)
     return TableInputs(
