@@ -87,6 +87,56 @@ def test_tokens_and_cost_are_summed_over_reported_rows() -> None:
         assert row == pytest.approx(expected.to_dict(), nan_ok=False), model
 
 
+def test_usage_records_equal_a_plain_loop_whatever_the_row_order() -> None:
+    # Sums run over runs of equal (model, task): rows of a key split into several runs, a
+    # null key or status and keys in any order must give the sums of a row-by-row loop.
+    import random
+
+    generator = random.Random(7)
+    models = [PRICED, UNPRICED, dict(PRICED, name="b-Instant"), ORACLE]
+    records = []
+    for number in range(400):
+        count = lambda: generator.choice([None, 0, 1, 7, 1000])  # noqa: E731
+        records.append({
+            "sample_id": f"s{number}", "model": generator.choice([m["name"] for m in models]),
+            "task": generator.choice(["behavior", "landmark_position", None]),
+            "status": generator.choice(["ok", "ok", "error", "missing", None]),
+            "raw_text": "A", "prompt_tokens": count(), "completion_tokens": count(),
+            "reasoning_tokens": count(), "cached_tokens": count(),
+        })  # fmt: skip
+    records.sort(key=lambda r: (r["model"], str(r["task"])) if generator.random() < 0.7 else ("",))
+    facts = facts_of(records)
+    expected: dict[tuple, dict] = {}
+    for row in records:
+        key = (row["model"], str(row["task"]))
+        entry = expected.setdefault(key, {"model": key[0], "task": key[1]})
+        backend = next(m["backend"] for m in models if m["name"] == row["model"])
+        if backend == "oracle":
+            continue
+        entry.setdefault("requests", 0)
+        entry.setdefault("reported", 0)
+        if row["status"] not in ("ok", "error"):
+            continue
+        entry["requests"] += 1
+        entry["reported"] += (
+            row["prompt_tokens"] is not None or row["completion_tokens"] is not None
+        )
+        for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
+            if row[name] is not None:
+                entry[name] = entry.get(name, 0) + row[name]
+    got = {(r["model"], r["task"]): r for r in usage_records(facts, models)}
+    assert set(got) == set(expected)
+    for key, entry in expected.items():
+        record = {name: value for name, value in got[key].items() if name != "cost_usd"}
+        for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
+            if "requests" in entry:
+                entry.setdefault(name, None)
+        assert record == entry, key
+        if key[0] == "api-Instant" and entry["reported"]:  # $2 / $8 per million tokens
+            cost = ((entry["prompt_tokens"] or 0) * 2 + (entry["completion_tokens"] or 0) * 8) / 1e6
+            assert got[key]["cost_usd"] == pytest.approx(cost)
+
+
 def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
     facts = facts_of(
         rows("api-Instant", {"prompt_tokens": 1000, "completion_tokens": 250}) + rows("oracle", {})
