@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from loopback_server import LoopbackServer, Reply, completion
 from test_inference_openai import api_key_env, make_model, make_prompts, run  # noqa: F401
@@ -19,8 +20,8 @@ from dualcog.inference import cache_path
 from dualcog.inference.cache import cache_line
 from dualcog.inference.limits import CacheLedger, Refusal, Spend, SpendLimit, Tally
 from dualcog.inference.outcome import BUDGET_EXHAUSTED, assess, record_outcome
+from dualcog.outcomes import request_outcomes
 from dualcog.prices import Prices, model_prices
-from dualcog.usage import classify, read_response_facts
 
 # $1,000 / $3,000 per million tokens: one loopback reply (11 prompt + 7 completion tokens)
 # costs 11 x 0.001 + 7 x 0.003 = $0.032.
@@ -274,7 +275,8 @@ def test_refusal_text_and_cached_tokens_are_stored_replayed_and_classified(media
     from dualcog.schemas import RESPONSES, write_table
 
     write_table(out, RESPONSES, path)
-    assert list(classify(read_response_facts([path]))) == ["refused", "refused"]
+    classes = request_outcomes(pq.read_table(path), None).column("outcome").to_pylist()
+    assert classes == ["refused", "refused"]
 
 
 def test_replay_carries_cached_tokens_and_refusals(tmp_path):

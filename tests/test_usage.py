@@ -17,18 +17,15 @@ from dualcog.inference.cache import ResponseCache, answer_settings_json, cache_k
 from dualcog.outcomes import request_outcomes, response_facts_table
 from dualcog.schemas import REQUEST_OUTCOMES, RESPONSE_FACTS, RESPONSES, write_table
 from dualcog.tables import to_csv, to_markdown
-from dualcog.tables.usage import build_usage
+from dualcog.tables.inputs import read_request_outcomes
+from dualcog.tables.usage import build_usage, outcome_shares, usage_by_task, usage_totals
 from dualcog.usage import (
-    classify,
     mode_flags,
-    outcome_shares,
+    model_totals,
     read_facts,
-    read_request_outcomes,
     read_response_facts,
-    response_facts,
     run_usage_lines,
-    usage_by_task,
-    usage_totals,
+    usage_records,
 )
 
 PRICED = {"name": "api-Instant", "backend": "openai", "prices": {"input": 2.0, "output": 8.0}}
@@ -45,10 +42,12 @@ def rows(model: str, *specs: dict) -> list[dict]:
     return out
 
 
-def facts_of(records: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(records)
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    return response_facts(table)
+def table_of(records: list[dict]) -> pa.Table:
+    return pa.Table.from_pandas(pd.DataFrame(records), preserve_index=False)
+
+
+def facts_of(records: list[dict]) -> pa.Table:
+    return response_facts_table(table_of(records))
 
 
 def test_tokens_and_cost_are_summed_over_reported_rows() -> None:
@@ -80,6 +79,62 @@ def test_tokens_and_cost_are_summed_over_reported_rows() -> None:
     assert usage.loc["oracle", ["requests", "prompt_tokens", "cost_usd"]].isna().all()
     totals = usage_totals(usage.reset_index())
     assert totals.loc["api-Instant", "cost_usd"] == pytest.approx(0.016)
+    # The summary lines' sums, without pandas: the same numbers, None for NaN.
+    plain = model_totals(usage_records(facts, [PRICED, UNPRICED, ORACLE]))
+    assert list(plain) == ["api-Instant", "free-Instant", "oracle"]
+    for model, row in plain.items():
+        expected = totals.loc[model].astype(object).where(totals.loc[model].notna(), None)
+        assert row == pytest.approx(expected.to_dict(), nan_ok=False), model
+
+
+def test_usage_records_equal_a_plain_loop_whatever_the_row_order() -> None:
+    # Sums run over runs of equal (model, task): rows of a key split into several runs, a
+    # null key or status and keys in any order must give the sums of a row-by-row loop.
+    import random
+
+    generator = random.Random(7)
+    models = [PRICED, UNPRICED, dict(PRICED, name="b-Instant"), ORACLE]
+    records = []
+    for number in range(400):
+        count = lambda: generator.choice([None, 0, 1, 7, 1000])  # noqa: E731
+        records.append({
+            "sample_id": f"s{number}", "model": generator.choice([m["name"] for m in models]),
+            "task": generator.choice(["behavior", "landmark_position", None]),
+            "status": generator.choice(["ok", "ok", "error", "missing", None]),
+            "raw_text": "A", "prompt_tokens": count(), "completion_tokens": count(),
+            "reasoning_tokens": count(), "cached_tokens": count(),
+        })  # fmt: skip
+    records.sort(key=lambda r: (r["model"], str(r["task"])) if generator.random() < 0.7 else ("",))
+    facts = facts_of(records)
+    expected: dict[tuple, dict] = {}
+    for row in records:
+        key = (row["model"], str(row["task"]))
+        entry = expected.setdefault(key, {"model": key[0], "task": key[1]})
+        backend = next(m["backend"] for m in models if m["name"] == row["model"])
+        if backend == "oracle":
+            continue
+        entry.setdefault("requests", 0)
+        entry.setdefault("reported", 0)
+        if row["status"] not in ("ok", "error"):
+            continue
+        entry["requests"] += 1
+        entry["reported"] += (
+            row["prompt_tokens"] is not None or row["completion_tokens"] is not None
+        )
+        for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
+            if row[name] is not None:
+                entry[name] = entry.get(name, 0) + row[name]
+    got = {(r["model"], r["task"]): r for r in usage_records(facts, models)}
+    assert set(got) == set(expected)
+    for key, entry in expected.items():
+        record = {name: value for name, value in got[key].items() if name != "cost_usd"}
+        for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens"):
+            if "requests" in entry:
+                entry.setdefault(name, None)
+        assert record == entry, key
+        if key[0] == "api-Instant" and entry["reported"]:  # $2 / $8 per million tokens
+            cost = ((entry["prompt_tokens"] or 0) * 2 + (entry["completion_tokens"] or 0) * 8) / 1e6
+            assert got[key]["cost_usd"] == pytest.approx(cost)
 
 
 def test_usage_table_shows_a_dash_for_built_ins_never_zero() -> None:
@@ -122,7 +177,6 @@ def test_outcome_classes_first_match_wins(tmp_path: Path) -> None:
             {"raw_text": "", "finish_reason": "length"},  # s8 truncated before empty
         )
     )  # fmt: skip
-    facts = facts_of(records)
     parsed = pd.DataFrame(
         {
             "sample_id": ["s0", "s7", "s7", "s5"],
@@ -132,16 +186,15 @@ def test_outcome_classes_first_match_wins(tmp_path: Path) -> None:
             "all_valid": [True, False, False, False],
         }
     )
-    got = list(classify(facts, parsed))
+    # What the parse job writes: one class per sample, read back per model for the shares.
+    table = request_outcomes(table_of(records), parsed)
+    got = table.column("outcome").to_pylist()
     assert got == [
         "answered", "truncated", "refused", "refused", "request_error", "request_error",
         "empty", "unparsable", "truncated",
     ]  # fmt: skip
     # Without the parsed table nothing is unparsable.
-    assert classify(facts).iloc[7] == "answered"
-    # What the parse job writes: one class per sample, read back per model for the shares.
-    table = request_outcomes(pa.Table.from_pandas(pd.DataFrame(records)), parsed)
-    assert table.column("outcome").to_pylist() == got
+    assert request_outcomes(table_of(records), None).column("outcome")[7].as_py() == "answered"
     write_table(table, REQUEST_OUTCOMES, tmp_path / "api-Instant.outcomes.parquet")
     classes = read_request_outcomes({"api-Instant": tmp_path / "api-Instant.outcomes.parquet"})
     shares = outcome_shares(classes).loc["api-Instant"]
@@ -241,7 +294,7 @@ def test_run_usage_lines_read_the_results_folder(tmp_path: Path) -> None:
     assert not any("oracle" in line for line in lines)  # a built-in sends nothing
     assert lines[-1].startswith("  total: 2 requests") and "$0.0051" in lines[-1]
     facts = read_response_facts(sorted((tmp_path / "responses").rglob("*.parquet")))
-    assert len(facts) == 3
+    assert facts.num_rows == 3
 
 
 def test_the_parse_jobs_facts_equal_the_facts_read_from_the_responses(tmp_path: Path) -> None:
@@ -259,12 +312,14 @@ def test_the_parse_jobs_facts_equal_the_facts_read_from_the_responses(tmp_path: 
     facts_path = tmp_path / "api-Thinking.facts.parquet"
     write_table(response_facts_table(pq.read_table(responses)), RESPONSE_FACTS, facts_path)
     from_facts = read_facts([facts_path])
-    pd.testing.assert_frame_equal(from_facts, read_response_facts([responses]))
-    assert from_facts["empty"].tolist() == [False, True, False, True, True, True]
-    assert from_facts["refused"].tolist() == [False, False, False, False, True, False]
-    assert from_facts["has_reasoning"].tolist() == [True, False, True, False, False, False]
+    assert from_facts.equals(read_response_facts([responses]))
+    assert from_facts.column("empty").to_pylist() == [False, True, False, True, True, True]
+    assert from_facts.column("refused").to_pylist() == [False, False, False, False, True, False]
+    assert from_facts.column("has_reasoning").to_pylist() == [
+        True, False, True, False, False, False,
+    ]  # fmt: skip
     empty = read_facts([])
-    assert list(empty.columns) == list(from_facts.columns) and empty.empty
+    assert empty.schema.equals(from_facts.schema) and empty.num_rows == 0
     write_table(pd.DataFrame(records), RESPONSES, tmp_path / "not-facts.parquet")
     with pytest.raises(DataError, match="lacks a column") as raised:
         read_facts([tmp_path / "not-facts.parquet"])
@@ -363,13 +418,13 @@ def test_response_facts_of_several_files_equal_those_of_each_file(tmp_path: Path
     paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
     write_responses(paths[0], first)
     write_responses(paths[1], second)
-    expected = pd.concat([response_facts(pq.read_table(p)) for p in paths], ignore_index=True)
+    expected = pa.concat_tables([response_facts_table(pq.read_table(p)) for p in paths])
     same = read_response_facts(paths)
-    pd.testing.assert_frame_equal(same, expected)
-    assert same["has_reasoning"].tolist() == [True, False, False]
-    assert same["empty"].tolist() == [False, True, True]
+    assert same.equals(expected)
+    assert same.column("has_reasoning").to_pylist() == [True, False, False]
+    assert same.column("empty").to_pylist() == [False, True, True]
     # A file without the reasoning column: a different schema.
     table = pq.read_table(paths[1])
     pq.write_table(table.drop_columns(["reasoning_text"]), tmp_path / "c.parquet")
     mixed = read_response_facts([paths[0], tmp_path / "c.parquet"])
-    pd.testing.assert_frame_equal(mixed, same)
+    assert mixed.equals(same)

@@ -164,13 +164,14 @@ def response_facts_table(
 
 def request_outcomes(
     responses: pa.Table,
-    parsed: pa.Table | pd.DataFrame,
+    parsed: pa.Table | pd.DataFrame | None,
     flags: dict[str, list[bool]] | None = None,
 ) -> pa.Table:
     """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each
     sample's last response row; its compatible parse in `parsed` (PARSED rows) decides
-    `unparsable`; `flags`: the rows' `text_flags`, computed here unless given. The `parse`
-    job writes it once per run (without loading pandas); the explorer and the tables read it."""
+    `unparsable` (without it no answer is); `flags`: the rows' `text_flags`, computed here
+    unless given. The `parse` job writes it once per run (without loading pandas); the
+    explorer and the tables read it."""
     from dualcog.arrow_rows import table_from_columns
     from dualcog.schemas import REQUEST_OUTCOMES
 

@@ -170,8 +170,8 @@ PARSED = pa.schema(
     ]
 )
 
-# The request outcome classes, in the order `dualcog.usage.classify` tries them after its
-# errors (docs/usage-and-cost.md); here, free of pandas, for the explorer pages too.
+# The request outcome classes, in the order `dualcog.outcomes.outcome_class` tries them after
+# its errors (docs/usage-and-cost.md); here, free of pandas, for the explorer pages too.
 OUTCOMES = ("answered", "truncated", "refused", "empty", "unparsable", "request_error")
 OUTCOME_TITLES = {
     "answered": "Answered",

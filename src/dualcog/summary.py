@@ -17,6 +17,8 @@ from typing import Any
 # Extra per-model columns: (header, function of the model name -> cell text). The usage and
 # outcome summary (requests, tokens, cost; answered/truncated/refused shares) plugs in here.
 ExtraColumn = tuple[str, Callable[[str], str]]
+# The metrics rows (metric, stratum, parse) that hold a model's coverage of a task.
+RESPONSE_RATE_ROW = ("response_rate", "all", "compatible")
 
 
 @dataclass
@@ -43,27 +45,27 @@ class ModelSummary:
 
 def model_summaries(metrics: Path, responses: Mapping[str, Sequence[Path]]) -> list[ModelSummary]:
     """One summary per model of `responses` (model -> its responses files), in that order."""
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    # ParquetFile and plain lists, not read_table's filters or a compute filter: those import
+    # pandas (pyarrow.dataset; the pandas check of a Python scalar), half a CPU second.
     summaries = {model: ModelSummary(model) for model in responses}
-    rates = pq.read_table(
-        metrics,
-        columns=["model", "value", "n"],
-        filters=[("metric", "=", "response_rate"), ("stratum", "=", "all"),
-                 ("parse", "=", "compatible")],
-    ).to_pylist()  # fmt: skip
-    for row in rates:
-        summary = summaries.get(row["model"])
-        if summary is not None:
-            summary.expected += int(row["n"])
-            summary.responses += round(row["value"] * row["n"])
+    names = ["model", "metric", "stratum", "parse", "value", "n"]
+    table = pq.ParquetFile(metrics).read(columns=names, use_threads=False)
+    for model, metric, stratum, parse, value, n in zip(
+        *(table.column(name).to_pylist() for name in names), strict=True
+    ):
+        summary = summaries.get(model)
+        if summary is not None and (metric, stratum, parse) == RESPONSE_RATE_ROW:
+            summary.expected += int(n)
+            summary.responses += round(value * n)
     for model, paths in responses.items():
         for path in paths:
-            table = pq.read_table(path, columns=["status", "error_type"])
-            failed = table.filter(pc.not_equal(table["status"], "ok")).to_pylist()
+            table = pq.ParquetFile(path).read(columns=["status", "error_type"], use_threads=False)
+            statuses, kinds = (table.column(n).to_pylist() for n in ("status", "error_type"))
+            rows = zip(statuses, kinds, strict=True)
             summaries[model].unanswered.update(
-                str(row["error_type"] or row["status"]) for row in failed
+                str(kind or status) for status, kind in rows if status != "ok"
             )
     return list(summaries.values())
 

@@ -1,40 +1,38 @@
-"""What a run used and what became of each request: tokens, dollars, outcome classes, mode check.
+"""What a run used: tokens, dollars and the mode check, summed without pandas.
 
-Everything is read from the response rows (schemas.RESPONSES) the workflow already writes:
+Everything is read from the response rows (schemas.RESPONSES) the workflow already writes,
+or from the `parse` jobs' response facts (schemas.RESPONSE_FACTS), as Arrow tables:
 
-- usage per model and task: requests, prompt / completion / reasoning / cached prompt tokens
-  as the server reported them, and the cost in USD from the model's `prices` (USD per million
-  tokens; cached prompt tokens at `cached_input` where given).
+- usage per model and task (`usage_records`): requests, prompt / completion / reasoning /
+  cached prompt tokens as the server reported them, and the cost in USD from the model's
+  `prices` (USD per million tokens; cached prompt tokens at `cached_input` where given).
   Reasoning tokens are part of `completion_tokens` in the OpenAI usage convention, so they are
   shown but not priced a second time. Built-in backends (oracle, random, simulated) send no
-  request and report nothing: their cells are missing (rendered "–"), never 0;
-- one outcome class per sample (`OUTCOMES`), first match wins: request error, refused,
-  truncated, empty, unparsable, answered;
-- the mode check: a -Thinking run none of whose answers carries reasoning, or an -Instant run
-  some of whose answers do, is flagged (the provider's switch did not take effect).
+  request and report nothing: their counts are missing (None; tables render "–"), never 0;
+- the mode check (`mode_flags`): a -Thinking run none of whose answers carries reasoning, or
+  an -Instant run some of whose answers do, is flagged (the provider's switch did not take
+  effect).
 
-`run_usage_lines` gives the end-of-run summary's lines from the files under results/.
+`run_usage_lines` gives the end-of-run summary's lines from the files under results/. It runs
+in the Snakemake process after every completed run, so this module loads no pandas (half a
+CPU second per run); the usage table builds its frames from `usage_records`
+(dualcog.tables.usage). The outcome classes are dualcog.outcomes'.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dualcog.errors import DataError
-from dualcog.outcomes import (
-    outcome_class,
-    response_facts_table,
-    unparsable_keys,
-)
+from dualcog.outcomes import response_facts_table
 from dualcog.prices import model_prices
-from dualcog.schemas import OUTCOMES, RESPONSE_FACTS
+from dualcog.schemas import RESPONSE_FACTS
 
 # cached_tokens: the part of prompt_tokens the provider served from its prompt cache.
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
@@ -46,22 +44,10 @@ _READ_COLUMNS = (
 )  # fmt: skip
 
 
-def _facts_frame(facts: pa.Table) -> pd.DataFrame:
-    """RESPONSE_FACTS rows as the frame the tables read: token counts as nullable Float64,
-    `has_reasoning` as nullable boolean (never null)."""
-    for name in TOKEN_COLUMNS:
-        index = facts.schema.get_field_index(name)
-        facts = facts.set_column(index, name, facts.column(name).cast(pa.float64()))
-    frame = facts.to_pandas(types_mapper={pa.float64(): pd.Float64Dtype()}.get)
-    frame["has_reasoning"] = frame["has_reasoning"].astype("boolean")
-    return frame
-
-
-def response_facts(table: pa.Table) -> pd.DataFrame:
-    """One row per response row, texts reduced to flags: `empty` (no answer text),
-    `refused` (a refusal text) and `has_reasoning` (a reasoning text, or reasoning tokens
-    above 0); `response_facts_table` as a frame."""
-    return _facts_frame(response_facts_table(table))
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """RESPONSE_FACTS tables as one (`Schema.empty_table` would import pandas: pyarrow asks
+    whether its empty columns are pandas objects)."""
+    return pa.concat_tables(tables) if tables else pa.Table.from_batches([], RESPONSE_FACTS)
 
 
 def _read(path: str | Path, columns: Iterable[str], what: str) -> pa.Table:
@@ -81,18 +67,14 @@ def _read(path: str | Path, columns: Iterable[str], what: str) -> pa.Table:
     return table
 
 
-def read_response_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """`response_facts` of several responses files, concatenated; DataError names a bad file.
-
-    Built in Arrow per file and converted to pandas once: a conversion per file and column
-    cost most of the time at the paper's 270 files."""
+def read_response_facts(paths: Iterable[str | Path]) -> pa.Table:
+    """RESPONSE_FACTS rows (`outcomes.response_facts_table`) of several responses files,
+    concatenated in the order given; DataError names a bad file."""
     tables = [response_facts_table(_read(p, _READ_COLUMNS, "responses")) for p in paths]
-    if not tables:
-        return response_facts(pa.table({c: pa.array([], pa.string()) for c in _READ_COLUMNS}))
-    return _facts_frame(pa.concat_tables(tables))
+    return _concat(tables)
 
 
-def read_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
+def read_facts(paths: Iterable[str | Path]) -> pa.Table:
     """The `parse` jobs' RESPONSE_FACTS files, concatenated, as `read_response_facts` gives
     them from the responses files; DataError names a bad file."""
     tables = []
@@ -103,111 +85,111 @@ def read_facts(paths: Iterable[str | Path]) -> pd.DataFrame:
             raise DataError("response facts table lacks a column", file=str(path),
                             field=missing[0])  # fmt: skip
         tables.append(table.select(RESPONSE_FACTS.names).cast(RESPONSE_FACTS))
-    if not tables:
-        return _facts_frame(RESPONSE_FACTS.empty_table())
-    return _facts_frame(pa.concat_tables(tables))
+    return _concat(tables)
 
 
-def classify(facts: pd.DataFrame, parsed: pd.DataFrame | None = None) -> pd.Series:
-    """`outcome_class` of each row of `facts` (`response_facts`); `parsed` (PARSED rows:
-    sample_id, task, parse, stage, all_valid) decides `unparsable`: without it no answer is
-    unparsable."""
-    keys = unparsable_keys(parsed)
-    rows = zip(
-        facts["status"], facts["error_type"], facts["error_message"], facts["finish_reason"],
-        facts["refused"] if "refused" in facts else [False] * len(facts), facts["empty"],
-        facts["sample_id"], facts["task"], strict=True,
-    )  # fmt: skip
-    classes = [
-        outcome_class(
-            status, kind, message, finish, bool(refused), bool(empty), (sample_id, task) in keys
-        )  # fmt: skip
-        for status, kind, message, finish, refused, empty, sample_id, task in rows
+def _runs(table: pa.Table, keys: tuple[str, ...]) -> list[tuple[tuple[Any, ...], int, int]]:
+    """(key values, start, length) of each run of consecutive rows with equal `keys`.
+
+    Facts are concatenated file by file, so a run holds one file's task: a few hundred runs
+    at the paper's scale, where its rows are a quarter of a million. Summing each run's slice
+    in Arrow costs a few milliseconds; a Python loop over the rows cost most of a CPU second
+    (and Arrow's group_by would import pandas)."""
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    if n == 0:
+        return []
+    boundary = None
+    for name in keys:
+        column = table.column(name)
+        differs = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+        differs = pc.or_kleene(differs, pc.is_null(differs))  # a null key ends a run too
+        boundary = differs if boundary is None else pc.or_(boundary, differs)
+    starts = [0, *(int(i) + 1 for i in pc.indices_nonzero(boundary).to_pylist())]
+    stops = [*starts[1:], n]
+    columns = [table.column(name) for name in keys]
+    return [
+        (tuple(column[start].as_py() for column in columns), start, stop - start)
+        for start, stop in zip(starts, stops, strict=True)
     ]
-    return pd.Series(classes, index=facts.index, name="outcome", dtype=object)
 
 
-def read_request_outcomes(paths: Mapping[str, str | Path]) -> pd.DataFrame:
-    """model, task, sample_id, outcome from each model's REQUEST_OUTCOMES file (model -> path);
-    DataError names a file that does not read or lacks a column."""
-    frames = []
-    for model, path in paths.items():
-        try:
-            table = pq.ParquetFile(path).read()
-        except (OSError, pa.ArrowException) as exc:
-            raise DataError(f"cannot read outcome classes: {exc}", file=str(path)) from exc
-        for required in ("sample_id", "task", "outcome"):
-            if required not in table.column_names:
-                raise DataError("outcome table lacks a column", file=str(path), field=required)
-        frame = table.select(["task", "sample_id", "outcome"]).to_pandas()
-        frames.append(frame.assign(model=str(model))[["model", "task", "sample_id", "outcome"]])
-    if not frames:
-        return pd.DataFrame(columns=["model", "task", "sample_id", "outcome"], dtype=object)
-    return pd.concat(frames, ignore_index=True)
+def _sum(values: pa.ChunkedArray | pa.Array, start: int, length: int) -> Any:
+    """The sum of a slice; None where it has no value."""
+    import pyarrow.compute as pc
+
+    return pc.sum(values.slice(start, length)).as_py()
 
 
-def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Per model: the share of its samples in each class (columns `OUTCOMES`) and `samples`."""
-    counts = pd.crosstab(outcomes["model"], outcomes["outcome"])
-    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0)
-    total = counts.sum(axis=1)
-    shares = counts.div(total.where(total > 0), axis=0)
-    shares["samples"] = total
-    return shares
+def _strings(values: tuple[str, ...]) -> pa.Array:
+    from dualcog.arrow_rows import column_array  # a Python list without pandas' probe
+
+    return column_array(list(values), pa.string(), "value_set")
 
 
-def _sum_reported(values: np.ndarray) -> float:
-    present = values[~np.isnan(values)]
-    return float(present.sum()) if len(present) else np.nan
-
-
-def usage_by_task(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Per (model, task) of `models` with rows in `facts`: `USAGE_COLUMNS`.
+def usage_records(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (model, task) of `models` with rows in `facts` (RESPONSE_FACTS), in the order of
+    their first row: a dict of `USAGE_COLUMNS`.
 
     `requests`: rows that were a request (status ok or error; not `missing`); `reported`:
     those whose server reported usage; token sums over the reported ones; `cost_usd` from the
-    model's prices. A built-in backend's row, a count nobody reported and a cost without
-    prices are NaN, never 0.
+    model's prices. A built-in backend's row has only `model` and `task`; a count nobody
+    reported and a cost without prices are None, never 0.
     """
+    import pyarrow.compute as pc
+
     from dualcog.backends import declared  # here: the explorer and parse jobs need not load it
 
-    rows = []
+    sent = pc.is_in(facts.column("status"), value_set=_strings(("ok", "error")))
+    prompt, completion = facts.column("prompt_tokens"), facts.column("completion_tokens")
+    reported = pc.and_(sent, pc.or_(pc.is_valid(prompt), pc.is_valid(completion)))
+    unsent = pa.nulls(facts.num_rows, pa.int64())
+    tokens = [pc.if_else(sent, facts.column(name), unsent) for name in TOKEN_COLUMNS]
+    # [requests, reported, *token sums] per (model, task); a key may have several runs
+    sums: dict[tuple[Any, ...], list[Any]] = {}
+    for key, start, length in _runs(facts, ("model", "task")):
+        entry = sums.setdefault(key, [0, 0] + [None] * len(TOKEN_COLUMNS))
+        entry[0] += _sum(sent, start, length) or 0
+        entry[1] += _sum(reported, start, length) or 0
+        for index, values in enumerate(tokens, start=2):
+            total = _sum(values, start, length)
+            if total is not None:
+                entry[index] = (entry[index] or 0) + total
     by_name = {str(m["name"]): m for m in models}
-    for (model, task), group in facts.groupby(["model", "task"], sort=False):
+    records = []
+    for (model, task), entry in sums.items():
         config = by_name.get(str(model))
         if config is None:
             continue
-        row: dict[str, Any] = {"model": str(model), "task": str(task)}
+        record: dict[str, Any] = {"model": str(model), "task": str(task)}
+        records.append(record)
         if not declared(config.get("backend")).reports_usage:
-            rows.append(row)
             continue
-        # numpy rather than a pandas filter per column: 270 groups at the paper's scale.
-        sent = np.isin(group["status"].to_numpy(dtype=object), ["ok", "error"])
-        tokens = {
-            name: group[name].to_numpy(dtype=np.float64, na_value=np.nan)[sent]
-            for name in TOKEN_COLUMNS
-        }
-        row["requests"] = int(sent.sum())
-        reported = ~np.isnan(tokens["prompt_tokens"]) | ~np.isnan(tokens["completion_tokens"])
-        row["reported"] = int(reported.sum())
-        for name in TOKEN_COLUMNS:
-            row[name] = _sum_reported(tokens[name])
+        record.update(zip(("requests", "reported", *TOKEN_COLUMNS), entry, strict=True))
         prices = model_prices(config)
-        if prices is not None and row["reported"]:
-            row["cost_usd"] = prices.cost(
-                np.nan_to_num(row["prompt_tokens"]),
-                np.nan_to_num(row["completion_tokens"]),
-                np.nan_to_num(row["cached_tokens"]),
+        if prices is not None and record["reported"]:
+            record["cost_usd"] = prices.cost(
+                record["prompt_tokens"] or 0,
+                record["completion_tokens"] or 0,
+                record["cached_tokens"] or 0,
             )
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(USAGE_COLUMNS))
-    return frame.astype({c: "float64" for c in USAGE_COLUMNS[2:]})
+    return records
 
 
-def usage_totals(by_task: pd.DataFrame) -> pd.DataFrame:
-    """Per model: the sums of `usage_by_task` over its tasks (NaN stays NaN when all are)."""
-    numbers = list(USAGE_COLUMNS[2:])
-    return by_task.groupby("model", sort=False)[numbers].sum(min_count=1)
+def model_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per model (in order of its first record): the sums of its `usage_records` over its
+    tasks, None where none of them has the number."""
+    totals: dict[str, dict[str, list[float]]] = {}
+    for record in records:
+        numbers = totals.setdefault(record["model"], {c: [] for c in USAGE_COLUMNS[2:]})
+        for name, values in numbers.items():
+            if record.get(name) is not None:
+                values.append(record[name])
+    return {
+        model: {name: math.fsum(values) if values else None for name, values in numbers.items()}
+        for model, numbers in totals.items()
+    }
 
 
 def has_mode(name: str) -> str | None:
@@ -217,27 +199,31 @@ def has_mode(name: str) -> str | None:
     return split_mode(name)[1]
 
 
-def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def mode_flags(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Run name -> why its mode looks switched off (or on) against its name; only flagged runs.
 
-    Checked over the ok answers of runs that send requests (not built-ins): a -Thinking run
-    none of whose answers has reasoning, an -Instant run some of whose answers have.
+    Checked over the ok answers (RESPONSE_FACTS rows) of runs that send requests (not
+    built-ins): a -Thinking run none of whose answers has reasoning, an -Instant run some of
+    whose answers have.
     """
+    import pyarrow.compute as pc
+
     from dualcog.backends import declared
 
+    ok = pc.is_in(facts.column("status"), value_set=_strings(("ok",)))
+    reasoned = pc.and_(ok, facts.column("has_reasoning"))  # a null flag counts as none
+    counts: dict[str, list[int]] = {}  # run -> [answers, answers with reasoning]
+    for (model,), start, length in _runs(facts, ("model",)):
+        entry = counts.setdefault(str(model), [0, 0])
+        entry[0] += _sum(ok, start, length) or 0
+        entry[1] += _sum(reasoned, start, length) or 0
     flags = {}
-    # Answers and answers with reasoning per run, counted in one pass over the two columns
-    # (a filter of the whole frame copied its text columns: 1 CPU-s at the paper's scale).
-    ok = facts.loc[facts["status"] == "ok", ["model", "has_reasoning"]]
-    counts = ok.groupby("model", sort=False)["has_reasoning"].agg(["size", "sum"])
     for model in models:
         name = str(model["name"])
         mode = has_mode(name)
         if not declared(model.get("backend")).reports_usage or mode not in ("Thinking", "Instant"):
             continue
-        if name not in counts.index:
-            continue
-        answers, with_reasoning = int(counts.at[name, "size"]), int(counts.at[name, "sum"])
+        answers, with_reasoning = counts.get(name, (0, 0))
         if answers == 0:
             continue
         if mode == "Thinking" and with_reasoning == 0:
@@ -253,35 +239,34 @@ def mode_flags(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> dict
     return flags
 
 
-def _count(value: float) -> str:
-    return "–" if pd.isna(value) else f"{int(value):,}"
+def _count(value: float | None) -> str:
+    return "–" if value is None else f"{int(value):,}"
 
 
-def _dollars(value: float) -> str:
-    return "–" if pd.isna(value) else f"${value:,.4f}"
+def _dollars(value: float | None) -> str:
+    return "–" if value is None else f"${value:,.4f}"
 
 
-def _cached(value: float) -> str:
-    return "" if pd.isna(value) or value == 0 else f", {_count(value)} of the prompt cached"
+def _cached(value: float | None) -> str:
+    return "" if value is None or value == 0 else f", {_count(value)} of the prompt cached"
 
 
-def usage_lines(facts: pd.DataFrame, models: Iterable[Mapping[str, Any]]) -> list[str]:
+def usage_lines(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> list[str]:
     """Per-model usage and the total, plus mode-check flags, as short summary lines."""
     models = list(models)
-    totals = usage_totals(usage_by_task(facts, models))
-    sending = totals.dropna(subset=["requests"])
-    lines = []
-    for model, row in sending.iterrows():
+    totals = model_totals(usage_records(facts, models))
+    sending = {model: row for model, row in totals.items() if row["requests"] is not None}
+    if not sending:
+        return []
+    lines = ["usage (tokens as the servers reported them; – where none was reported):"]
+    for model, row in sending.items():
         lines.append(
             f"  {model}: {_count(row['requests'])} requests, {_count(row['prompt_tokens'])} "
             f"prompt + {_count(row['completion_tokens'])} completion tokens "
             f"({_count(row['reasoning_tokens'])} reasoning{_cached(row['cached_tokens'])}), "
             f"{_dollars(row['cost_usd'])}"
         )
-    if not lines:
-        return []
-    sums = sending.sum(min_count=1)
-    lines.insert(0, "usage (tokens as the servers reported them; – where none was reported):")
+    sums = model_totals({"model": "", **row} for row in sending.values())[""]
     lines.append(
         f"  total: {_count(sums['requests'])} requests, {_count(sums['prompt_tokens'])} prompt"
         f" + {_count(sums['completion_tokens'])} completion tokens, {_dollars(sums['cost_usd'])}"
@@ -315,12 +300,9 @@ def run_usage_lines(config: Mapping[str, Any], results: str | Path = "results") 
     if not facts and not responses:
         return []
     try:
-        frames = [read_facts(facts)] if facts else []
-        if responses:
-            frames.append(read_response_facts(responses))
+        combined = _concat([read_facts(facts), read_response_facts(responses)])
     except DataError as error:
         return [f"usage: not summed ({error})"]
-    combined = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return usage_lines(combined, config.get("models", []))
 
 

@@ -9,6 +9,7 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dualcog.tables.coverage import (
     coverage_from_metrics,
@@ -153,7 +154,7 @@ def build_audit(
 ) -> Table:
     """Compatibility audit: legacy vs compatible BBox Acc@0.5 over the image tasks.
 
-    `shares` (`dualcog.usage.outcome_shares`) adds each outcome class's percentage of the
+    `shares` (`dualcog.tables.usage.outcome_shares`) adds each outcome class's percentage of the
     model's samples (all its tasks).
     """
     rows = model_rows(models)
@@ -253,8 +254,8 @@ def audit_gains(audit: Table) -> Table:
 class UsageInputs:
     """What the usage table and the outcome shares are built from (`dualcog.usage`)."""
 
-    facts: pd.DataFrame  # usage.read_response_facts of every responses file
-    shares: pd.DataFrame  # usage.outcome_shares
+    facts: pa.Table  # RESPONSE_FACTS rows of every run (usage.read_facts)
+    shares: pd.DataFrame  # tables.usage.outcome_shares
     mode_flags: Mapping[str, str]  # usage.mode_flags
 
 

@@ -15,12 +15,8 @@ import pyarrow.parquet as pq
 from dualcog.errors import DataError
 from dualcog.tables.build import UsageInputs
 from dualcog.tables.coverage import mean_output_tokens
-from dualcog.usage import (
-    mode_flags,
-    outcome_shares,
-    read_facts,
-    read_request_outcomes,
-)
+from dualcog.tables.usage import outcome_shares
+from dualcog.usage import mode_flags, read_facts
 
 INTERVAL_COLUMNS = (
     "model", "task", "parse", "stratum", "metric", "value",
@@ -79,6 +75,25 @@ def _outcomes_model(path: str | Path) -> str:
     return Path(path).name.removesuffix(".outcomes.parquet")
 
 
+def read_request_outcomes(paths: Mapping[str, str | Path]) -> pd.DataFrame:
+    """model, task, sample_id, outcome from each model's REQUEST_OUTCOMES file (model -> path);
+    DataError names a file that does not read or lacks a column."""
+    frames = []
+    for model, path in paths.items():
+        try:
+            table = pq.ParquetFile(path).read()
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"cannot read outcome classes: {exc}", file=str(path)) from exc
+        for required in ("sample_id", "task", "outcome"):
+            if required not in table.column_names:
+                raise DataError("outcome table lacks a column", file=str(path), field=required)
+        frame = table.select(["task", "sample_id", "outcome"]).to_pandas()
+        frames.append(frame.assign(model=str(model))[["model", "task", "sample_id", "outcome"]])
+    if not frames:
+        return pd.DataFrame(columns=["model", "task", "sample_id", "outcome"], dtype=object)
+    return pd.concat(frames, ignore_index=True)
+
+
 def load_inputs(
     metrics: str | Path,
     runs: Iterable[str | Path] = (),
@@ -109,7 +124,9 @@ def load_inputs(
             )
         counts[str(run["model"])] = {str(k): int(v) for k, v in stages.items()}
     facts = read_facts(facts)
-    tokens = mean_output_tokens([facts])
+    tokens = mean_output_tokens(
+        [facts.select(["model", "status", "completion_tokens"]).to_pandas()]
+    )
     classes = read_request_outcomes({_outcomes_model(p): p for p in outcomes})
     models = list(models)
     return TableInputs(

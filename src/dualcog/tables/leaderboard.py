@@ -35,9 +35,8 @@ from dualcog.tables.model import (
     video_columns,
 )
 from dualcog.tables.render_env import html_environment
-from dualcog.tables.usage import build_usage
+from dualcog.tables.usage import build_usage, usage_by_task, usage_totals
 from dualcog.tasks import SCORED_BY_TASK
-from dualcog.usage import usage_by_task, usage_totals
 
 PARSES = ("compatible", "strict")
 STRICT_NOTE = "Values are percentages (strict parse: only exact canonical JSON counts)."

@@ -1,19 +1,21 @@
 """The `usage` table (requests, tokens, dollars per model and task) and the outcome shares.
 
-Numbers come from `dualcog.usage`; a built-in backend's cells, counts nobody reported and
-costs without prices are missing and render as a dash, never as 0.
+Numbers come from `dualcog.usage.usage_records`; a built-in backend's cells, counts nobody
+reported and costs without prices are missing and render as a dash, never as 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
 from dualcog.tables.build import TableInputs, model_rows
 from dualcog.tables.model import COST_HEADER, Table
-from dualcog.usage import usage_by_task, usage_totals
+from dualcog.usage import USAGE_COLUMNS, usage_records
 
 ALL_TASKS = "all"
 USAGE_HEADERS = {
@@ -36,6 +38,30 @@ USAGE_NOTES = [
     "prompt tokens at its cached-input price where one is given). "
     "– : not reported, no prices, or a built-in backend (which sends no request).",
 ]
+
+
+def usage_by_task(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """`usage.usage_records` of `facts` (RESPONSE_FACTS rows) as a frame of `USAGE_COLUMNS`,
+    the numbers as float64 (NaN where missing)."""
+    frame = pd.DataFrame(usage_records(facts, models), columns=list(USAGE_COLUMNS))
+    return frame.astype({c: "float64" for c in USAGE_COLUMNS[2:]})
+
+
+def usage_totals(by_task: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the sums of `usage_by_task` over its tasks (NaN stays NaN when all are)."""
+    numbers = list(USAGE_COLUMNS[2:])
+    return by_task.groupby("model", sort=False)[numbers].sum(min_count=1)
+
+
+def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the share of its samples in each class (columns `OUTCOMES`) and `samples`,
+    from rows of model and outcome (`tables.inputs.read_request_outcomes`)."""
+    counts = pd.crosstab(outcomes["model"], outcomes["outcome"])
+    counts = counts.reindex(columns=list(OUTCOMES), fill_value=0)
+    total = counts.sum(axis=1)
+    shares = counts.div(total.where(total > 0), axis=0)
+    shares["samples"] = total
+    return shares
 
 
 def share_header(outcome: str) -> str:
@@ -64,7 +90,7 @@ def add_outcome_shares(frame: pd.DataFrame, shares: pd.DataFrame | None) -> dict
 
 
 def build_usage(
-    facts: pd.DataFrame,
+    facts: pa.Table,
     models: Sequence[Mapping],
     *,
     per_task: bool = True,
@@ -72,10 +98,11 @@ def build_usage(
     mode_flags: Mapping[str, str] | None = None,
     name: str = "usage",
 ) -> Table:
-    """Rows per model (all its tasks) and, with `per_task`, per model and task.
+    """Rows per model (all its tasks) and, with `per_task`, per model and task, from `facts`
+    (RESPONSE_FACTS rows).
 
     Row keys: the run name for a model's total, `<run>/<task>` for one task. `shares`
-    (`usage.outcome_shares`) adds the outcome classes' percentages to the total rows;
+    (`outcome_shares`) adds the outcome classes' percentages to the total rows;
     `mode_flags` become notes.
     """
     rows = model_rows(models)
