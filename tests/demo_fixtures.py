@@ -81,7 +81,7 @@ def write_demo_config(workdir: Path, models: list[dict] = DEMO_MODELS) -> None:
     config = {
         "data_root": str(DEMO),
         "cache_dir": "results/cache",
-        "tables": {"formats": ["csv", "md"]},
+        "tables": {"formats": ["csv", "md", "tex", "html"]},  # every format: results pages
         "bootstrap": BOOTSTRAP,
         "compare": [DEMO_COMPARE],
         "models": [*models, replay_model(workdir)],

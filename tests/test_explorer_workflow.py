@@ -61,9 +61,11 @@ def test_every_output_carries_the_stamp(demo_workflow: Path) -> None:
     assert parquet_stamp(results / "metrics" / "metrics.parquet") == stamp
     for name in ("image_main", "video_main", "audit", "audit_gains", "overall"):
         assert read_stamp(results / "tables" / f"{name}.stamp.json") == stamp
-        for fmt in ("md",):  # the formats this run writes besides CSV
+        for fmt in ("md", "tex", "html"):  # the formats this run writes besides CSV
             text = (results / "tables" / f"{name}.{fmt}").read_text()
-            assert f"dualcog stamp {stamp_digest(stamp)}: " in text
+            if fmt != "html":  # the page shows the stamp as a table of its own
+                assert f"dualcog stamp {stamp_digest(stamp)}: " in text
+            assert stamp_digest(stamp) in text
             assert stamp["git"]["commit"][:12] in text and stamp["data"]["digest"] in text
     leaderboard = (results / "leaderboard.html").read_text()
     assert stamp["git"]["commit"][:12] in leaderboard and stamp["data"]["digest"] in leaderboard

@@ -1,5 +1,10 @@
 """End-to-end: the demo's tables compile with pdflatex, the Snakemake report lists them with
-their captions, and the leaderboard works in a real headless Chromium."""
+their captions, and the leaderboard works in a real headless Chromium.
+
+They read the shared demo run (`demo_workflow`) rather than a run of their own: its seven
+runs and tables are those of the shipped demo's kinds (oracle, random, simulated with every
+quirk, replayed), and a second whole run cost 22 CPU-s of every suite.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 from browser import Browser
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, run_snakemake
 
 from dualcog.tables.inputs import load_inputs
 from dualcog.tables.leaderboard import render_leaderboard
@@ -32,18 +37,11 @@ TEX_DOCUMENT = r"""\documentclass{article}
 """
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    """The demo configuration exactly as shipped, run in a fresh working directory."""
-    workdir = tmp_path_factory.mktemp("demo")
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["data_root"] = str(REPO / config["data_root"])
-    for model in config["models"]:
-        if model.get("replay"):
-            model["replay"] = [str(REPO / path) for path in model["replay"]]
-    write_config(workdir, config)
-    run_snakemake(workdir)
-    return workdir
+@pytest.fixture
+def demo(demo_workflow: Path) -> Path:
+    """The shared demo run (tests/demo_fixtures.py: seven runs of every backend kind but the
+    API's, tables in every format). Read only; the report is written into a copy."""
+    return demo_workflow
 
 
 def _pdflatex_or_skip() -> str:
@@ -106,9 +104,9 @@ def _report_data(report: Path) -> tuple[dict, dict]:
     return json.loads(results.group(1)), json.loads(categories.group(1))
 
 
-def test_report_lists_every_table_and_the_leaderboard_with_captions(demo: Path) -> None:
-    run_snakemake(demo, "--report", "report.html")
-    results, categories = _report_data(demo / "report.html")
+def test_report_lists_every_table_and_the_leaderboard_with_captions(demo_copy: Path) -> None:
+    run_snakemake(demo_copy, "--report", "report.html")
+    results, categories = _report_data(demo_copy / "report.html")
     for name in TABLES:
         entry = results[f"results/tables/{name}.html"]
         caption = (REPO / "report" / "tables" / f"{name}.rst").read_text()
@@ -134,7 +132,7 @@ def test_leaderboard_sorts_filters_and_switches_in_chromium(demo: Path, tmp_path
     page = demo / "results" / "leaderboard.html"
     metrics = pd.read_parquet(demo / "results" / "metrics" / "metrics.parquet")
     config = yaml.safe_load((demo / "config" / "config.yaml").read_text())
-    group = {m["name"]: m["group"] for m in config["models"]}
+    group = {m["name"]: m.get("group", "baseline") for m in config["models"]}  # the default
     browser = Browser()
     try:
         browser.open(page.as_uri())
