@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_runner import REPO, run_snakemake, slurm_plugin_env, write_config
+from workflow_runner import REPO, run_snakemake, write_config
 
 # A batch queue's detached processes, SLURM; the runs are `workflow` too.
 pytestmark = pytest.mark.integration
@@ -188,8 +188,6 @@ def _slurm_is_up() -> None:
 def test_slurm_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
     """The same workflow through snakemake-executor-plugin-slurm (sbatch, squeue, srun)."""
     _slurm_is_up()
-    # Snakemake finds the plugin there; sbatch hands the variable on to the jobs (--export=ALL).
-    with_plugin = slurm_plugin_env()
     partition = (
         subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, check=True)
         .stdout.split()[0]
@@ -214,7 +212,8 @@ def test_slurm_run_equals_local_run(tmp_path: Path, local_run: Path) -> None:
         # a real cluster for many small steps); the run's inference job on its own.
         "--groups", *(f"{rule}=inputs" for rule in INPUT_RULES),
         *(f"{rule}=scoring" for rule in scoring_rules),
-        env={**PINNED, **with_plugin},
+        env=PINNED,
+        slurm_plugin=True,  # the main process's; its jobs' Snakemakes use slurm-jobstep
     )  # fmt: skip
     submitted = result.stderr.count("has been submitted with SLURM jobid")
     assert submitted == 3  # inputs, the run's infer_run job, scoring

@@ -250,7 +250,8 @@ def test_snakemakes_start_up_in_the_test_environment_loads_no_pandas() -> None:
     """Snakemake imports every executor plugin installed beside it when it starts. The SLURM
     plugin imports pandas, numpy and pyarrow then (0.7 CPU-s of each of the suite's Snakemake
     start-ups), so `make` installs it off the path (Makefile, SLURM_PLUGIN) and only the tests
-    that submit to SLURM put it back (workflow_runner.slurm_plugin_env)."""
+    that submit to SLURM put it back (workflow_runner: `run_snakemake(slurm_plugin=True)` for
+    the main process alone, `slurm_plugin_env` for dry runs)."""
     check = "import sys, snakemake.cli\nprint('pandas' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
