@@ -260,6 +260,34 @@ def test_infer_and_parse_jobs_never_import_pandas(tmp_path: Path) -> None:
     assert len(facts) == 2 + 2 and not facts["empty"].any() and set(facts["status"]) == {"ok"}
 
 
+def test_ingest_job_never_imports_pandas_and_writes_what_ingest_writes(tmp_path: Path) -> None:
+    from dataset_builder import write_dataset
+
+    from dualcog.ingest import ingest
+
+    data = write_dataset(tmp_path / "data")
+    out = tmp_path / "out"
+    job = {
+        "script": str(REPO / "scripts/ingest.py"),
+        "config": {},
+        "wildcards": {},
+        "input": {},
+        "output": [str(out / "samples.parquet"), str(out / "excluded.json")],
+        "params": {
+            "data_root": str(data),
+            "tasks": None,
+            "exclude_samples": ["nowhere"],
+            "media_roots": [],
+        },  # fmt: skip
+        "log": str(out / "ingest.log"),
+    }
+    assert run_jobs_lean_and_normal(tmp_path, [job]) == {job["log"]: []}
+    expected = tmp_path / "frame.parquet"
+    schemas.write_table(ingest(data), schemas.SAMPLES, expected)
+    assert (out / "samples.parquet").read_bytes() == expected.read_bytes()
+    assert json.loads((out / "excluded.json").read_text())["not_found"] == ["nowhere"]
+
+
 def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
     tmp_path: Path,
 ) -> None:

@@ -629,7 +629,23 @@ def ingest_excluding(
     exclude_samples: Iterable[str] = (),
     media_roots: Iterable[str | Path] = (),
 ) -> tuple[pd.DataFrame, list[str]]:
-    """`ingest`, also returning the excluded sample ids that were found (sorted).
+    """`ingest`, also returning the excluded sample ids that were found (sorted)."""
+    rows, dropped = ingest_rows(data_root, tasks, exclude_samples, media_roots)
+    # Imported here: the Snakefile imports this module for `find_manifests`, and pandas at
+    # import would add half a CPU second to every Snakemake start-up (each cluster job's too).
+    import pandas as pd
+
+    return pd.DataFrame(rows), dropped
+
+
+def ingest_rows(
+    data_root: str | Path,
+    tasks: Iterable[str] | None = None,
+    exclude_samples: Iterable[str] = (),
+    media_roots: Iterable[str | Path] = (),
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """`ingest_excluding`'s samples as row dicts (the `ingest` job builds its Arrow table from
+    them without pandas: schemas.SAMPLES via dualcog.arrow_rows).
 
     Excluded samples are dropped after their manifest is read, so every other sample is read
     exactly as without the exclusion (behavior levels are assigned per whole manifest).
@@ -680,8 +696,4 @@ def ingest_excluding(
             log.warning("exclude_samples names ids not among the run's samples: %s", unknown)
     if not rows:
         raise DataError("no samples of the requested tasks", file=str(root))
-    # Imported here: the Snakefile imports this module for `find_manifests`, and pandas at
-    # import would add half a CPU second to every Snakemake start-up (each cluster job's too).
-    import pandas as pd
-
-    return pd.DataFrame(rows), sorted(dropped)
+    return rows, sorted(dropped)
