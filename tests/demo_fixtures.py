@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import workflow_runner
 from workflow_runner import REPO, run_snakemake, write_config
 
 DEMO = REPO / "resources" / "demo"
@@ -87,6 +88,16 @@ def write_demo_config(workdir: Path, models: list[dict] = DEMO_MODELS) -> None:
         "models": [*models, replay_model(workdir)],
     }
     write_config(workdir, config)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_media_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's media store (workflow_runner.shared_media_store): in the folder every
+    xdist worker of this session shares (a session of its own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    store = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "media_store"
+    workflow_runner.shared_media_store = store
+    return store
 
 
 @pytest.fixture(scope="session")

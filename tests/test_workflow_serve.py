@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from demo_fixtures import copy_run
 from fake_vllm import FAKE_VERSION
 from test_serve import FAKE, alive, started
@@ -74,6 +75,13 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_config(workdir, config(workdir / "starts.txt"))
     run_snakemake(workdir, "--omit-from", SERVED_JOB)
     return workdir
+
+
+def _media_store(workdir: Path) -> Path:
+    """The run's media store, as its configuration names it (the session's shared one)."""
+    configured = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    store = Path(configured.get("media", {}).get("store", "results/media/store"))
+    return store if store.is_absolute() else workdir / store
 
 
 def served_run(prepared: Path, tmp_path: Path, *server_args: str, **settings) -> Path:
@@ -163,7 +171,7 @@ def check_what_the_model_saw(workdir: Path) -> None:
         frames = pd.read_parquet(workdir / video["per_request"])
         assert len(frames) == 16 and set(frames["task"]) == {"behavior"}
         for keys, stamps in zip(frames["frame_keys"], frames["timestamps_sec"], strict=True):
-            files = [media_path(workdir / "results/media/store", k, "frames") for k in keys]
+            files = [media_path(_media_store(workdir), k, "frames") for k in keys]
             recorded.append(([file_digest(f) for f in files], [round(t, 2) for t in stamps]))
     # The fake server's record of each request: its images' bytes and the times its text states.
     sent = [json.loads(line) for line in (workdir / "requests.jsonl").read_text().splitlines()]

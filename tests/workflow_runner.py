@@ -32,9 +32,20 @@ def slurm_plugin_env() -> dict[str, str]:
 snakemake_allowed = True
 
 
+# Set per session by demo_fixtures.py: one content-addressed media store for every run of the
+# session whose configuration names none. A store holds each prepared image and video under
+# the digest of its source's bytes and the settings (dualcog.media.store), so a run finds what
+# an earlier run prepared from the same sources, as a user's rerun does; tests that check
+# preparation itself give their own store or call the library.
+shared_media_store: Path | None = None
+
+
 def write_config(workdir: Path, config: Mapping) -> None:
+    config = dict(config)
+    if shared_media_store is not None and "media" not in config:
+        config["media"] = {"store": str(shared_media_store)}
     (workdir / "config").mkdir(parents=True, exist_ok=True)
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 # `python -m snakemake` with the SLURM plugin on this process's path only: its SLURM jobs
