@@ -65,12 +65,7 @@ def _image_pair_rows(columns: Mapping[str, Sequence], family: str, sides: tuple[
             agent.append((key, k, i))
         elif task[i] == world_task:
             world[(key, k)] = i
-    difficulty = columns["difficulty"]
-    return [
-        (family, sample_id[i], sample_id[world[(key, k)]], difficulty[i])
-        for key, k, i in agent
-        if (key, k) in world
-    ]
+    return [(family, i, world[(key, k)]) for key, k, i in agent if (key, k) in world]
 
 
 def _video_pair_rows(columns: Mapping[str, Sequence]):
@@ -90,10 +85,8 @@ def _video_pair_rows(columns: Mapping[str, Sequence]):
             behavior.append(i)
         else:
             visibility[mission_id[i]] = i
-    sample_id, difficulty = columns["sample_id"], columns["difficulty"]
     return [
-        # the behavior sample's difficulty band
-        (VIDEO_FAMILY, sample_id[i], sample_id[visibility[mission_id[i]]], difficulty[i])
+        (VIDEO_FAMILY, i, visibility[mission_id[i]])
         for i in behavior
         if mission_id[i] in visibility
     ]
@@ -103,11 +96,12 @@ def dual_pair_rows(columns: Mapping[str, Sequence]) -> tuple[list[tuple], list[t
     """Matched-context pairs of every family, and per (family, task) unpaired sample counts,
     from the samples' columns as plain lists (None or NaN for missing; no pandas).
 
-    Pairs: (family, agent_sample_id, world_sample_id, stratum) rows, family by family.
-    Unpaired: (family, task, unpaired) rows, unpaired being the samples of that side left
-    without a partner (excluded from dual metrics), for each side with samples. Image
-    samples missing a key field, or video samples without a mission_id or repeating an
-    earlier mission_id of their task, are unpaired.
+    Pairs: (family, agent row, world row), family by family, a row being a sample's position
+    in the columns; a pair's stratum is its agent-side sample's difficulty. Unpaired:
+    (family, task, unpaired), unpaired being the samples of that side left without a partner
+    (excluded from dual metrics), for each side with samples. Image samples missing a key
+    field, or video samples without a mission_id or repeating an earlier mission_id of their
+    task, are unpaired.
     """
     missing = [name for name in PAIR_INPUT_COLUMNS if name not in columns]
     if missing:
@@ -118,11 +112,11 @@ def dual_pair_rows(columns: Mapping[str, Sequence]) -> tuple[list[tuple], list[t
         for row in _image_pair_rows(columns, family, sides)
     ]
     pairs += _video_pair_rows(columns)
-    paired = {row[1] for row in pairs} | {row[2] for row in pairs}
+    sample_id = columns["sample_id"]
+    paired = {sample_id[i] for _, agent, world in pairs for i in (agent, world)}
     unpaired_by_task = Counter(
-        task for task, sid in zip(columns["task"], columns["sample_id"], strict=True)
-        if sid not in paired
-    )  # fmt: skip
+        task for task, sid in zip(columns["task"], sample_id, strict=True) if sid not in paired
+    )
     present = set(columns["task"])
     unpaired = [
         (family, task, unpaired_by_task[task])
@@ -141,7 +135,13 @@ def dual_pair_table(samples: pa.Table) -> tuple[pa.Table, list[tuple]]:
 
     columns = {name: samples.column(name).to_pylist() for name in PAIR_INPUT_COLUMNS}
     pairs, unpaired = dual_pair_rows(columns)
-    pair_columns = [[row[j] for row in pairs] for j in range(len(PAIR_COLUMNS))]
+    sample_id, difficulty = columns["sample_id"], columns["difficulty"]
+    pair_columns = [
+        [family for family, _, _ in pairs],
+        [sample_id[agent] for _, agent, _ in pairs],
+        [sample_id[world] for _, _, world in pairs],
+        [difficulty[agent] for _, agent, _ in pairs],
+    ]
     return table_from_columns(pair_columns, PAIRS), unpaired
 
 
@@ -158,7 +158,20 @@ def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             for value, missing in zip(values.tolist(), values.isna().tolist(), strict=True)
         ]
     pairs, unpaired = dual_pair_rows(columns)
-    return (
-        pd.DataFrame(pairs, columns=PAIR_COLUMNS),
-        pd.DataFrame(unpaired, columns=["family", "task", "unpaired"]),
+    agent = [agent for _, agent, _ in pairs]
+    world = [world for _, _, world in pairs]
+
+    def taken(column: str, rows: list[int]) -> pd.Series:
+        # The samples' own values and dtype, as the merges of the pandas pairing kept them.
+        return samples[column].take(rows).reset_index(drop=True)
+
+    pair_frame = pd.DataFrame(
+        {
+            # The dtype pandas gives strings (str from pandas 3 on, object before), empty too.
+            "family": pd.Series([family for family, _, _ in pairs], dtype=pd.Series(["-"]).dtype),
+            "agent_sample_id": taken("sample_id", agent),
+            "world_sample_id": taken("sample_id", world),
+            "stratum": taken("difficulty", agent),
+        }
     )
+    return pair_frame, pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])
