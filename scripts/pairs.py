@@ -1,22 +1,28 @@
 """Snakemake adapter: benchmark samples -> matched-context pairs (once for every model)."""
 
-import pyarrow.parquet as pq
+# ruff: noqa: E402
+from collections import Counter
 
-from dualcog.runtime import log, run_step
-from dualcog.schemas import write_table
-from dualcog.scoring import PAIRS, dual_pairs
+from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
 
-PAIR_INPUT_COLUMNS = [
-    "sample_id", "task", "scene_id", "landmark_id", "difficulty", "context_index",
-    "context_slot", "manifest_path", "manifest_order", "mission_id",
-]  # fmt: skip
+# Before anything imports pyarrow (so the imports below come after it): pairing works on
+# Python values (dualcog.scoring.pairing), never on numpy's (why, and what it saves:
+# dualcog.runtime).
+import_pyarrow_without_numpy()
+
+from dualcog.schemas import read_arrow, write_table
+from dualcog.scoring.pairing import PAIR_INPUT_COLUMNS, dual_pair_table
+from dualcog.scoring.schema import PAIRS
 
 
 def main(sm):
-    samples = pq.read_table(sm.input[0], columns=PAIR_INPUT_COLUMNS).to_pandas()
-    pairs, unpaired = dual_pairs(samples)
-    log.info("pairs per family: %s", pairs.groupby("family").size().to_dict())
-    log.info("unpaired samples: %s", unpaired.to_dict("records"))
+    samples = read_arrow(sm.input[0], columns=PAIR_INPUT_COLUMNS)
+    pairs, unpaired = dual_pair_table(samples)
+    log.info("pairs per family: %s", dict(sorted(Counter(pairs["family"].to_pylist()).items())))
+    log.info(
+        "unpaired samples: %s",
+        [dict(zip(("family", "task", "unpaired"), row, strict=True)) for row in unpaired],
+    )
     write_table(pairs, PAIRS, sm.output[0])
 
 

@@ -288,6 +288,57 @@ def test_ingest_job_never_imports_pandas_and_writes_what_ingest_writes(tmp_path:
     assert json.loads((out / "excluded.json").read_text())["not_found"] == ["nowhere"]
 
 
+def test_pairs_job_never_imports_pandas_and_writes_what_dual_pairs_writes(tmp_path: Path) -> None:
+    from dataset_builder import write_dataset
+    from test_pairing import cases_of, random_samples, reference_dual_pairs
+
+    from dualcog.ingest import ingest
+    from dualcog.scoring import PAIRS, dual_pairs
+
+    # The builder's dataset, and a random sample set with missing fields and repeats.
+    seed = next(
+        seed
+        for seed in range(100)
+        if {"pairs", "missing key", "several per slot", "repeated mission", "missing mission"}
+        <= cases_of(random_samples(seed), dual_pairs(random_samples(seed))[0])
+    )
+    sets = {"built": ingest(write_dataset(tmp_path / "data")), "random": random_samples(seed)}
+    out = tmp_path / "out"
+    jobs = [
+        {
+            "script": str(REPO / "scripts/pairs.py"),
+            "config": {},
+            "wildcards": {},
+            "input": {
+                "samples": _write(
+                    schemas.to_table(samples, schemas.SAMPLES),
+                    schemas.SAMPLES,
+                    tmp_path / f"{name}.samples.parquet",
+                )
+            },
+            "output": [str(out / f"{name}.pairs.parquet")],
+            "params": {"version": "v"},
+            "log": str(out / f"{name}.pairs.log"),
+        }  # fmt: skip
+        for name, samples in sets.items()
+    ]
+    assert run_jobs_lean_and_normal(tmp_path, jobs) == {job["log"]: [] for job in jobs}
+    for name, job in zip(sets, jobs, strict=True):
+        # What the pandas job logged and wrote, from the samples as it read them.
+        frame = schemas.read_frame(job["input"]["samples"])
+        pairs, unpaired = dual_pairs(frame)
+        assert len(pairs) > 0
+        assert name != "random" or unpaired["unpaired"].sum() > 0
+        written = Path(job["output"][0]).read_bytes()
+        for how, pairs_frame in (("dual_pairs", pairs), ("pandas", reference_dual_pairs(frame)[0])):
+            expected = tmp_path / f"{name}.{how}.parquet"
+            schemas.write_table(pairs_frame, PAIRS, expected)
+            assert written == expected.read_bytes(), (name, how)
+        logged = Path(job["log"]).read_text()
+        assert f"pairs per family: {pairs.groupby('family').size().to_dict()}\n" in logged
+        assert f"unpaired samples: {unpaired.to_dict('records')}\n" in logged
+
+
 def test_render_jobs_never_import_pandas_and_write_what_render_prompts_writes(
     tmp_path: Path,
 ) -> None:

@@ -1,8 +1,8 @@
 """Matched-context dual metrics (docs/protocol.md §6): pairing samples, then paired co-success.
 
-Pairing (`dual_pairs`, the `pairs` job) works on pandas frames; the metrics
-(`dual_metric_rows`) on Arrow tables and numpy, so that the per-model `score` job never loads
-pandas. `dual_metrics` is the same computation for frames.
+Pairing is `dualcog.scoring.pairing` (plain Python: the `pairs` job loads neither pandas nor
+numpy); the metrics (`dual_metric_rows`) work on Arrow tables and numpy, so that the
+per-model `score` job never loads pandas. `dual_metrics` is the same computation for frames.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ import pyarrow.compute as pc
 
 from dualcog.arrow_rows import column_array
 from dualcog.scoring.columns import encoded, first_seen, flags, string_codes
-from dualcog.tasks import IMAGE_DUAL_FAMILIES
+from dualcog.scoring.pairing import (  # noqa: F401  (re-exported: one pairing for all)
+    FAMILY_SIDES,
+    IMAGE_PAIR_KEY,
+    PAIR_COLUMNS,
+    VIDEO_FAMILY,
+    VIDEO_SIDES,
+    dual_pairs,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
-
-VIDEO_FAMILY = "video"
-VIDEO_SIDES = ("behavior", "landmark_visibility")  # (agent-state, world-state)
-FAMILY_SIDES: dict[str, tuple[str, str]] = {**IMAGE_DUAL_FAMILIES, VIDEO_FAMILY: VIDEO_SIDES}
-IMAGE_PAIR_KEY = ["scene_id", "landmark_id", "difficulty", "context_slot"]
-PAIR_COLUMNS = ["family", "agent_sample_id", "world_sample_id", "stratum"]
 
 
 def pair_codes(scores: pa.Table, pairs: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -37,72 +38,6 @@ def pair_codes(scores: pa.Table, pairs: pa.Table) -> tuple[np.ndarray, np.ndarra
     n_codes = 1 + max((int(c.max()) for c in (score_code, agent_code, world_code) if len(c)),
                       default=-1)  # fmt: skip
     return score_code, agent_code, world_code, n_codes
-
-
-def _image_pairs(samples: pd.DataFrame, family: str, sides: tuple[str, str]) -> pd.DataFrame:
-    """Pairs of one image family: same key; several per side in a slot pair k-th with k-th."""
-    import pandas as pd
-
-    agent_task, world_task = sides
-    sub = samples[samples["task"].isin(sides)].dropna(subset=IMAGE_PAIR_KEY)
-    sub = sub.sort_values(["context_index", "sample_id"], kind="stable")
-    sub = sub.assign(k=sub.groupby(IMAGE_PAIR_KEY + ["task"], sort=False).cumcount())
-    agent = sub[sub["task"] == agent_task][IMAGE_PAIR_KEY + ["k", "sample_id"]]
-    world = sub[sub["task"] == world_task][IMAGE_PAIR_KEY + ["k", "sample_id"]]
-    pairs = agent.merge(world, on=IMAGE_PAIR_KEY + ["k"], suffixes=("_agent", "_world"))
-    return pd.DataFrame(
-        {
-            "family": family,
-            "agent_sample_id": pairs["sample_id_agent"],
-            "world_sample_id": pairs["sample_id_world"],
-            "stratum": pairs["difficulty"],
-        }
-    )
-
-
-def _video_pairs(samples: pd.DataFrame) -> pd.DataFrame:
-    """Behavior and visibility samples of one mission_id, first occurrence of each."""
-    import pandas as pd
-
-    ordered = samples[samples["task"].isin(VIDEO_SIDES)].sort_values(
-        ["manifest_path", "manifest_order"], kind="stable", na_position="last"
-    )
-    first = ordered.dropna(subset=["mission_id"]).drop_duplicates(["task", "mission_id"])
-    behavior = first[first["task"] == "behavior"][["mission_id", "sample_id", "difficulty"]]
-    visibility = first[first["task"] == "landmark_visibility"][["mission_id", "sample_id"]]
-    pairs = behavior.merge(visibility, on="mission_id", suffixes=("_agent", "_world"))
-    return pd.DataFrame(
-        {
-            "family": VIDEO_FAMILY,
-            "agent_sample_id": pairs["sample_id_agent"],
-            "world_sample_id": pairs["sample_id_world"],
-            "stratum": pairs["difficulty"],  # the behavior sample's difficulty band
-        }
-    )
-
-
-def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Matched-context pairs of every family, and per (family, task) unpaired sample counts.
-
-    Pairs: family, agent_sample_id, world_sample_id, stratum. Unpaired: family, task,
-    unpaired (samples of that side left without a partner; these are excluded from dual
-    metrics). Image samples missing a key field, or video samples without a mission_id or
-    repeating an earlier mission_id of their task, are unpaired.
-    """
-    import pandas as pd
-
-    frames = [_image_pairs(samples, f, s) for f, s in IMAGE_DUAL_FAMILIES.items()]
-    frames.append(_video_pairs(samples))
-    pairs = pd.concat(frames, ignore_index=True)[PAIR_COLUMNS]
-    paired = set(pairs["agent_sample_id"]) | set(pairs["world_sample_id"])
-    counts = []
-    for family, sides in FAMILY_SIDES.items():
-        for task in sides:
-            ids = samples.loc[samples["task"] == task, "sample_id"]
-            if len(ids):
-                counts.append((family, task, int((~ids.isin(paired)).sum())))
-    unpaired = pd.DataFrame(counts, columns=["family", "task", "unpaired"])
-    return pairs, unpaired
 
 
 def _families_of(tasks: Iterable) -> list[str]:
