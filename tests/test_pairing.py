@@ -118,7 +118,9 @@ def random_samples(seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=schemas.SAMPLES.names)
 
 
-SEEDS = range(120)
+# 30 sets cover every case of CASES several times (each breaking change listed in
+# docs/development.md fails on them); 120 cost 11 CPU-s of every suite run.
+SEEDS = range(30)
 CASES = (
     "missing key", "NaN context_index", "several per slot", "unequal sides", "repeated mission",
     "missing mission", "missing manifest_order", "task absent", "pairs", "no pairs",
@@ -177,11 +179,11 @@ def test_pairing_equals_the_pandas_pairing_on_random_sample_sets() -> None:
         if seed % 5 == 0:  # frames of other dtypes: object columns, no rows
             for frame in (samples.astype(object), samples.iloc[:0]):
                 _assert_same(dual_pairs(frame), reference_dual_pairs(frame))
-    assert min(seen.values()) >= 10, seen  # every case, often
+    assert min(seen.values()) >= 3, seen  # every case, several times
 
 
 def test_pair_table_writes_the_bytes_the_pandas_pairs_write(tmp_path) -> None:
-    for seed in SEEDS[:12]:
+    for seed in SEEDS[:4]:
         samples = random_samples(seed)
         want = tmp_path / f"pandas{seed}.parquet"
         schemas.write_table(reference_dual_pairs(samples)[0], PAIRS, want)
