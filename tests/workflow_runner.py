@@ -68,11 +68,13 @@ def run_snakemake(
     Snakemake start-up; slurm_plugin_env hands it to the jobs too)."""
     if not snakemake_allowed:
         raise AssertionError("this test runs Snakemake: mark it `workflow` (pytestmark)")
-    launcher = ["-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path())] if slurm_plugin else ["-m"]
+    if slurm_plugin:
+        launcher = ["-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path())]
+    else:
+        launcher = ["-m", "snakemake"]
     command = [
-        sys.executable, *launcher, *([] if slurm_plugin else ["snakemake"]),
-        "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2",
-        *args,
+        sys.executable, *launcher, "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir), "--cores", "2", *args,
     ]  # fmt: skip
     result = subprocess.run(
         command, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
