@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import snakemake_fork
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,6 +57,9 @@ _WITH_SLURM_PLUGIN = (
 )
 
 
+TIMEOUT_S = 600
+
+
 def run_snakemake(
     workdir: Path,
     *args: str,
@@ -63,22 +67,29 @@ def run_snakemake(
     check: bool = True,
     slurm_plugin: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Snakemake on the repository's Snakefile in `workdir`; `slurm_plugin`: the main process
-    finds snakemake-executor-plugin-slurm, its jobs do not (0.34 CPU-s less per job's
-    Snakemake start-up; slurm_plugin_env hands it to the jobs too)."""
+    """Snakemake on the repository's Snakefile in `workdir`, forked from a process that has
+    imported it (tests/snakemake_fork.py) unless it needs an interpreter of its own:
+    `slurm_plugin` (the main process finds snakemake-executor-plugin-slurm, its jobs do not:
+    0.34 CPU-s less per job's Snakemake start-up; slurm_plugin_env hands it to the jobs too)
+    or a PYTHON* variable in `env`, which Python reads only when it starts."""
     if not snakemake_allowed:
         raise AssertionError("this test runs Snakemake: mark it `workflow` (pytestmark)")
-    if slurm_plugin:
-        launcher = ["-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path())]
-    else:
-        launcher = ["-m", "snakemake"]
-    command = [
-        sys.executable, *launcher, "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--cores", "2", *args,
+    argv = [
+        "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args,
     ]  # fmt: skip
-    result = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
-    )
+    environment = {**os.environ, **(env or {})}
+    if slurm_plugin:
+        command = [sys.executable, "-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path()), *argv]
+    elif any(name.startswith("PYTHON") for name in env or {}):
+        command = [sys.executable, "-m", "snakemake", *argv]
+    else:
+        command = None
+    if command is None:
+        result = snakemake_fork.run(argv, env=environment, timeout=TIMEOUT_S)
+    else:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=TIMEOUT_S, env=environment
+        )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
     return result
