@@ -15,6 +15,7 @@ Standard library only: the forkserver imports this module to find the child's en
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import subprocess
 import sys
@@ -22,20 +23,38 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-PRELOADED = "snakemake.cli"
+HERE = Path(__file__).resolve().parent
+
+PRELOAD = "snakemake_preload"  # tests/snakemake_preload.py
 _context: multiprocessing.context.ForkServerContext | None = None
 
 
 def _forkserver() -> multiprocessing.context.ForkServerContext:
     global _context
     if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload([PRELOADED])
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([PRELOAD])
+        # The forkserver imports it at its start, from the path it starts with: Python 3.11's
+        # forkserver drops the sys.path it is handed, so this folder goes by the environment.
+        previous = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), previous]))
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            if previous is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = previous
+        _context = context
     return _context
 
 
 def _child(argv: list[str], cwd: str, env: dict[str, str], stdout: str, stderr: str) -> None:
     """The child's whole life: as `python -m snakemake ARGV` would start, then Snakemake."""
+    preloaded = sys.modules.get(PRELOAD)
+    if preloaded is None:  # a failed preload is silent in the forkserver: not here
+        raise RuntimeError(f"the forkserver did not import {PRELOAD} (tests/{PRELOAD}.py)")
+    sys.path[:] = preloaded.FRESH_SYS_PATH
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
