@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from browser import Browser
-from workflow_runner import REPO
+from workflow_runner import REPO, run_snakemake
 
 pytestmark = [pytest.mark.workflow, pytest.mark.integration]
 
@@ -43,12 +43,8 @@ TEX_PREAMBLE = r"""\documentclass[%s]{article}
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--cores", "2", *args,
-    ]  # fmt: skip
     # Generous: on a shared 2-core machine this run alone takes minutes.
-    return subprocess.run(command, capture_output=True, timeout=3600)
+    return run_snakemake(workdir, *args, check=False, timeout=3600)
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +56,8 @@ def paper_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     run = snakemake(workdir)
-    (workdir / "console.txt").write_bytes(run.stdout + run.stderr)  # to read when a check fails
-    assert run.returncode == 0, run.stderr.decode(errors="replace")[-4000:]
+    (workdir / "console.txt").write_text(run.stdout + run.stderr)  # to read when a check fails
+    assert run.returncode == 0, run.stderr[-4000:]
     return workdir, run
 
 
@@ -79,9 +75,9 @@ def test_the_benchmark_has_the_papers_runs(paper_run) -> None:
 
 def test_console_is_bounded_and_ends_with_a_summary(paper_run) -> None:
     _, run = paper_run
-    console = run.stdout + run.stderr
-    assert len(console) <= CONSOLE_LIMIT, f"{len(console):,} bytes of console output"
-    text = console.decode(errors="replace")
+    text = run.stdout + run.stderr
+    size = len(text.encode())
+    assert size <= CONSOLE_LIMIT, f"{size:,} bytes of console output"
     longest = max(map(len, text.splitlines()))
     assert longest < 2_000, f"a console line of {longest:,} characters"
     assert re.search(r"start parse \(model=sim-run-01-Instant\)", text)
@@ -166,7 +162,7 @@ def test_pages_open_without_console_errors(paper_run) -> None:
 def test_report_builds_and_opens_and_its_leaderboard_has_no_dead_links(paper_run) -> None:
     workdir, _ = paper_run
     report = snakemake(workdir, "--report", "report.html")
-    assert report.returncode == 0, report.stderr.decode(errors="replace")[-3000:]
+    assert report.returncode == 0, report.stderr[-3000:]
     text = (workdir / "report.html").read_text(encoding="utf-8")
     results = json.loads(re.search(r"var results = (\{.*?\});\n", text, re.S).group(1))
     with Browser() as browser:

@@ -66,6 +66,7 @@ def run_snakemake(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     slurm_plugin: bool = False,
+    timeout: float = TIMEOUT_S,
 ) -> subprocess.CompletedProcess:
     """Snakemake on the repository's Snakefile in `workdir`, forked from a process that has
     imported it (tests/snakemake_fork.py) unless it needs an interpreter of its own:
@@ -85,10 +86,10 @@ def run_snakemake(
     else:
         command = None
     if command is None:
-        result = snakemake_fork.run(argv, env=environment, timeout=TIMEOUT_S)
+        result = snakemake_fork.run(argv, env=environment, timeout=timeout)
     else:
         result = subprocess.run(
-            command, capture_output=True, text=True, timeout=TIMEOUT_S, env=environment
+            command, capture_output=True, text=True, timeout=timeout, env=environment
         )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
