@@ -68,7 +68,6 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], stdout: str, stderr: 
     from snakemake.cli import main  # imported by the forkserver: no cost here
 
     sys.argv = [str(Path(snakemake.__file__).with_name("__main__.py")), *argv]  # as with -m
-
     main(argv)  # exits through SystemExit, which multiprocessing turns into the exit code
 
 

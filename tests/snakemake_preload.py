@@ -2,7 +2,7 @@
 forkserver of tests/snakemake_fork.py; its children start from here.
 
 Measured on a dry run of the finished demo, forked (CPU-s of the child, eight runs each):
-Snakemake's command line module alone 0.73-1.02, with the rest below 0.26-0.33.
+Snakemake's command line module alone 0.73-1.02, with all of the below 0.27-0.37.
 """
 
 import gc

@@ -79,18 +79,17 @@ def run_snakemake(
         "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args,
     ]  # fmt: skip
     environment = {**os.environ, **(env or {})}
-    if slurm_plugin:
-        command = [sys.executable, "-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path()), *argv]
-    elif any(name.startswith("PYTHON") for name in env or {}):
-        command = [sys.executable, "-m", "snakemake", *argv]
-    else:
-        command = None
-    if command is None:
+    if not slurm_plugin and not any(name.startswith("PYTHON") for name in env or {}):
         result = snakemake_fork.run(argv, env=environment, timeout=timeout)
     else:
+        if slurm_plugin:
+            launcher = ["-c", _WITH_SLURM_PLUGIN, str(slurm_plugin_path())]
+        else:
+            launcher = ["-m", "snakemake"]
         result = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, env=environment
-        )
+            [sys.executable, *launcher, *argv],
+            capture_output=True, text=True, timeout=timeout, env=environment,
+        )  # fmt: skip
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stderr[-4000:]}")
     return result
