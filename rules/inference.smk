@@ -9,7 +9,7 @@ rule infer:
     log:
         "results/logs/infer/{model}/{task}.log",
     wildcard_constraints:
-        model=names_regex(INFER_RUNS),
+        model=names_regex([name for name in INFER_RUNS if name not in API_RUNS]),
     conda:
         "../envs/dualcog.yaml"
     resources:

@@ -19,24 +19,17 @@ import pyarrow as pa
 from dualcog.arrow_rows import rows_where
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
-from dualcog.errors import DualCogError
 from dualcog.inference import run_model_table
 from dualcog.inference.outcome import InferenceFailed, record_outcome
-from dualcog.media.store import missing_media
+from dualcog.media.store import require_prepared
 from dualcog.schemas import RESPONSES, read_arrow, write_table
 from dualcog.sharding import select_shard, shard_label
 
 
 def require_media(prompts: pa.Table, store: str) -> None:
-    """The media store is a cache beside Snakemake's outputs: say how to refill it."""
     keys = [k for ks in prompts.column("media_keys").to_pylist() for k in ks or ()]
     kinds = [k for ks in prompts.column("media_kinds").to_pylist() for k in ks or ()]
-    missing = missing_media(store, keys, kinds)
-    if missing:
-        raise DualCogError(
-            f"{len(missing)} prepared media files are missing from {store} (e.g. {missing[0]}); "
-            "refill the store with: snakemake --cores N --forcerun prepare_images prepare_videos"
-        )
+    require_prepared(store, keys, kinds)
 
 
 def task_samples(samples: pa.Table, task: str) -> pa.Table:

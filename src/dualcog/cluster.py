@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,3 +54,28 @@ def provider_slot(model: Mapping[str, Any], resource: str) -> int:
     """1 when the model's jobs count against `resource`, else 0."""
     provider = provider_of(model)
     return int(provider is not None and api_resource(provider) == resource)
+
+
+@dataclass(frozen=True)
+class ApiCaps:
+    """The caps a job running many providers' (run, task) units keeps inside itself."""
+
+    per_provider: dict[str, int | None]  # units of one provider at once; None: no cap
+    total: int | None  # units of all providers at once (`api_slots`); None: no cap
+    job_resources: dict[str, int]  # what the job holds of Snakemake's resources: every cap
+
+
+def _value(resource: Any) -> int | None:
+    value = getattr(resource, "value", resource)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def provider_caps(resources: Mapping[str, Any], providers: Iterable[str]) -> ApiCaps:
+    """`api_<provider>` and `api_slots` of Snakemake's global resources (--resources or a
+    profile's `resources:`; values as ints or Snakemake `Resource`s) for `providers`."""
+    per_provider = {p: _value(resources.get(api_resource(p))) for p in sorted(providers)}
+    total = _value(resources.get("api_slots"))
+    held = {api_resource(p): cap for p, cap in per_provider.items() if cap is not None}
+    if total is not None:
+        held["api_slots"] = total
+    return ApiCaps(per_provider, total, held)

@@ -9,7 +9,8 @@ import resource
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,27 @@ def _console_worthy(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or record.name == progress_log.name
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@contextmanager
+def thread_log(path: str | Path) -> Iterator[None]:
+    """Within it, this thread's log records also go to `path` (a job that runs several units
+    side by side, each in a thread, gives each unit the log a job of its own would have)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    ident = threading.get_ident()
+    handler.addFilter(lambda record: record.thread == ident)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
 def setup_logging(log_path: str | Path | None) -> None:
     console = logging.StreamHandler(sys.stderr)
     handlers: list[logging.Handler] = [console]
@@ -34,7 +56,7 @@ def setup_logging(log_path: str | Path | None) -> None:
         handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
     logging.basicConfig(
         level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=LOG_FORMAT,
         handlers=handlers,
         force=True,
     )

@@ -23,7 +23,7 @@ from PIL import Image
 
 from dualcog import atomic
 from dualcog.digests import file_digest
-from dualcog.errors import DataError
+from dualcog.errors import DataError, DualCogError
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +342,16 @@ def prepare_videos(
     if failures:
         raise MediaFailures(failures)
     return rows
+
+
+def require_prepared(store: str | Path, keys: Sequence[str], kinds: Sequence[str]) -> None:
+    """The store is a cache beside Snakemake's outputs: a missing file says how to refill it."""
+    missing = missing_media(store, keys, kinds)
+    if missing:
+        raise DualCogError(
+            f"{len(missing)} prepared media files are missing from {store} (e.g. {missing[0]}); "
+            "refill the store with: snakemake --cores N --forcerun prepare_images prepare_videos"
+        )
 
 
 def missing_media(store: str | Path, keys: Sequence[str], kinds: Sequence[str]) -> list[str]:
