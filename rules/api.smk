@@ -33,6 +33,30 @@ def api_plan():
     ]
 
 
+def api_bound_s(wildcards, input):
+    """The least seconds the unit's requests take at the runs' limits and the caps
+    (dualcog.estimate.providers_bound_s), for the console's ETA; 0 until the prompts exist."""
+    from pathlib import Path
+
+    from pyarrow.parquet import read_metadata
+
+    from dualcog.estimate import providers_bound_s
+
+    if not all(Path(path).exists() for path in input.prompts):
+        return 0
+    rows = {path: read_metadata(path).num_rows for path in input.prompts}
+    requests = {}
+    for unit in api_plan():
+        requests[unit["run"]] = requests.get(unit["run"], 0) + rows[unit["prompts"]]
+    models = {name: model_by_name(config, name) for name in API_RUNS}
+    providers = {name: provider_of(model) for name, model in models.items()}
+    return round(
+        providers_bound_s(
+            requests, models, providers, API_CAPS.per_provider, API_CAPS.total
+        )
+    )
+
+
 API_CAPS = provider_caps(
     workflow.global_resources, {provider_of(model_by_name(config, n)) for n in API_RUNS}
 )
@@ -66,6 +90,7 @@ if API_RUNS:
         threads: 0
         resources:
             **API_CAPS.job_resources,
+            api_bound_s=api_bound_s,
         params:
             plan=api_plan(),
             caps=API_CAPS.per_provider,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -13,6 +14,8 @@ from loopback_server import LoopbackServer, Reply, completion
 from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.cluster import provider_caps
+from dualcog.console import JobConsole
+from dualcog.estimate import providers_bound_s, run_seconds
 from dualcog.inference.by_provider import run_by_provider
 
 TASK = "landmark_position"  # one image task: 16 requests per run, no video preparation
@@ -111,3 +114,46 @@ def test_provider_caps_read_snakemake_resources() -> None:
     assert caps.total == 8
     assert caps.job_resources == {"api_pa": 3, "api_slots": 8}
     assert provider_caps({}, ["pa"]).job_resources == {}
+
+
+def test_providers_bound_from_each_runs_limits_and_the_caps() -> None:
+    models = {
+        "a1": {"rpm_limit": 30},  # 90 requests at 30 per 60 s: 180 s
+        "a2": {"rpm_limit": 60},  # 90 s
+        # 120 requests x 100 tokens at 6,000 tokens per 10 s: 20 s (its rpm allows 12 s)
+        "b1": {"tpm_limit": 6000, "estimated_tokens_per_request": 100, "rpm_limit": 100,
+               "rate_limit_window_s": 10},  # fmt: skip
+        "c1": {},  # no limit stated: its time depends on latencies, 0 here
+    }
+    requests = {"a1": 90, "a2": 90, "b1": 120, "c1": 50}
+    provider = {"a1": "a", "a2": "a", "b1": "b", "c1": "c"}
+    assert run_seconds(models["b1"], 120) == 20.0 and run_seconds(models["c1"], 50) == 0.0
+    assert providers_bound_s(requests, models, provider, {}) == 180.0
+    # One unit of provider a at a time: its runs take turns, 180 + 90 s.
+    assert providers_bound_s(requests, models, provider, {"a": 1, "b": None}) == 270.0
+    # Two units of all providers at once: (180 + 90 + 20) / 2 = 145 s, under a1's own 180 s.
+    assert providers_bound_s(requests, models, provider, {}, total=2) == 180.0
+    assert providers_bound_s(requests, models, provider, {}, total=1) == 290.0
+    assert providers_bound_s({}, {}, {}, {}) == 0.0
+
+
+def test_console_eta_is_never_shorter_than_a_running_jobs_providers_bound() -> None:
+    now = [100.0]
+    console = JobConsole(lambda r: "", every_s=0, clock=lambda: now[0], wall_clock=lambda: "T")
+
+    def record(**extra: object) -> logging.LogRecord:
+        item = logging.LogRecord("snakemake", logging.INFO, __file__, 1, None, None, None)
+        item.__dict__.update(extra)
+        return item
+
+    start = record(event="job_info", jobid=3, rule_name="infer_api", wildcards={},
+                   resources={"api_bound_s": 3600, "_cores": 0})  # fmt: skip
+    assert console.line(start) == (
+        "T start infer_api [job 3], the providers' limits allow it no less than 1h00m"
+    )
+    now[0] += 600
+    # 2 of 4 jobs in 10 minutes would say 10 more minutes; the API job has 50 left at least.
+    assert console.line(record(event="progress", done=2, total=4)).endswith("ETA 50m00s")
+    console.line(record(event="job_finished", job_id=3))
+    now[0] += 60
+    assert console.line(record(event="progress", done=3, total=4)).endswith("ETA 3m40s")

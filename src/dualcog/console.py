@@ -34,10 +34,16 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
+# A job resource (rules/api.smk): the least seconds the job's API requests take at the
+# providers' limits. The ETA is never shorter than what is left of it.
+BOUND_RESOURCE = "api_bound_s"
+
+
 @dataclass(frozen=True)
 class StartedJob:
     label: str
     started: float
+    bound_s: float = 0.0
 
 
 def job_label(rule: str, wildcards: Mapping[str, str] | None) -> str:
@@ -86,8 +92,12 @@ class JobConsole:
         if self.first_start is None:
             self.first_start = now
         label = job_label(record.rule_name, record.wildcards)
-        self.jobs[record.jobid] = StartedJob(label, now)
-        return f"{self.wall_clock()} start {label} [job {record.jobid}]"
+        bound = float((getattr(record, "resources", None) or {}).get(BOUND_RESOURCE) or 0)
+        self.jobs[record.jobid] = StartedJob(label, now, bound)
+        line = f"{self.wall_clock()} start {label} [job {record.jobid}]"
+        if bound:
+            line += f", the providers' limits allow it no less than {format_duration(bound)}"
+        return line
 
     def _finished(self, record: logging.LogRecord) -> str:
         job = self.jobs.pop(record.job_id, None)
@@ -102,15 +112,19 @@ class JobConsole:
         if not (due or done >= total):
             return None
         self.last_progress = now
-        return f"{self.wall_clock()} {progress_text(done, total, now - (self.first_start or now))}"
+        bound_left = max((j.started + j.bound_s - now for j in self.jobs.values()), default=0.0)
+        elapsed = now - (self.first_start or now)
+        return f"{self.wall_clock()} {progress_text(done, total, elapsed, bound_left)}"
 
 
-def progress_text(done: int, total: int, elapsed: float) -> str:
-    """`12 of 245 jobs done (5%), elapsed 1m05s, ETA 21m10s` (ETA from the mean job rate)."""
+def progress_text(done: int, total: int, elapsed: float, bound_left: float = 0.0) -> str:
+    """`12 of 245 jobs done (5%), elapsed 1m05s, ETA 21m10s`: the ETA from the mean job rate,
+    or what is left of a running job's providers' bound (`BOUND_RESOURCE`) when longer."""
     percent = 100 * done / total if total else 100.0
     text = f"{done} of {total} jobs done ({percent:.0f}%), elapsed {format_duration(elapsed)}"
     if done >= total:
         return text
-    if done == 0 or elapsed <= 0:
+    if (done == 0 or elapsed <= 0) and bound_left <= 0:
         return text + ", ETA ?"
-    return text + f", ETA {format_duration((total - done) * elapsed / done)}"
+    by_rate = (total - done) * elapsed / done if done and elapsed > 0 else 0.0
+    return text + f", ETA {format_duration(max(by_rate, bound_left))}"

@@ -234,3 +234,38 @@ def estimate_lines(frame: pd.DataFrame) -> list[str]:
         f"{_cost(low, high)}"
     )
     return lines
+
+
+def run_seconds(model: Mapping[str, Any], requests: int) -> float:
+    """The least time `requests` of one run take at its own limits: `rpm_limit` and
+    `tpm_limit` (at `estimated_tokens_per_request`) per `rate_limit_window_s`; 0 without them
+    (its time then depends on latencies no configuration states)."""
+    window = float(model.get("rate_limit_window_s") or 60.0)
+    times = [0.0]
+    if model.get("rpm_limit"):
+        times.append(requests * window / float(model["rpm_limit"]))
+    tokens = model.get("estimated_tokens_per_request")
+    if model.get("tpm_limit") and tokens:
+        times.append(requests * float(tokens) * window / float(model["tpm_limit"]))
+    return max(times)
+
+
+def providers_bound_s(
+    requests: Mapping[str, int],
+    models: Mapping[str, Mapping[str, Any]],
+    provider_of: Mapping[str, str],
+    caps: Mapping[str, int | None],
+    total: int | None = None,
+) -> float:
+    """The least time the API runs' `requests` (run -> count) can take: the slowest run at its
+    own limits (`run_seconds`), and, where a cap lets fewer (run, task) units run at once than
+    there are runs, the runs' summed times shared among that many (a provider's `caps`, all
+    providers' `total`): at most that many runs advance at their full rate at any time."""
+    times = {run: run_seconds(models[run], n) for run, n in requests.items()}
+    bound = max(times.values(), default=0.0)
+    for provider, cap in caps.items():
+        if cap is not None:
+            bound = max(bound, sum(t for r, t in times.items() if provider_of[r] == provider) / cap)
+    if total is not None:
+        bound = max(bound, sum(times.values()) / total)
+    return bound
