@@ -27,11 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
-import json
 import math
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -195,8 +195,8 @@ class Providers:
             counts.rejected[cause] += 1
             error = {"error": {"message": f"rate limited: {cause}", "code": 429}}
             return web.json_response(error, status=429, headers={"Retry-After": "1"})
-        for key, weight in (((p.name, ""), 1), ((p.name, run), 1), ((p.name, run + "#tokens"), p.tokens)):  # fmt: skip
-            self.windows[key].append((now, weight))
+        for key, weight in (("", 1), (run, 1), (run + "#tokens", p.tokens)):
+            self.windows[(p.name, key)].append((now, weight))
         counts.in_flight += 1
         counts.run_in_flight[run] += 1
         counts.most_in_flight = max(counts.most_in_flight, counts.in_flight)
@@ -300,7 +300,9 @@ def write_workdir(mix: dict[str, list[dict]], ports: dict[str, int], tasks: list
 
 
 def snakemake(tree: Path, workdir: Path, args: list[str], timeout: float | None = None):
-    env = {**os.environ, **KEYS, "PYTHONPATH": str(tree / "src")}
+    # The SLURM executor plugin, where `make` installs it (kept off the venv's own path).
+    paths = [str(tree / "src"), str(REPO / ".venv" / "slurm-plugin")]
+    env = {**os.environ, **KEYS, "PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(tree / "Snakefile"),
                "--directory", str(workdir), *args]  # fmt: skip
     log = workdir / "snakemake.log"
@@ -334,6 +336,7 @@ def one_run(tree: Path, label: str, args, providers: Providers, mix, tasks, boun
     common = ["--cores", str(args.cores), "--resources", *caps]
     if args.profile:
         common += ["--profile", str(Path(args.profile).resolve())]
+    common += shlex.split(args.snakemake_args)
     snakemake(tree, workdir, [*targets, *common, "--omit-from", *infer_rules(tree, workdir)])
     providers.reset()
     timeout = args.baseline_timeout if tree != REPO else None
@@ -384,6 +387,7 @@ def main() -> None:
     parser.add_argument("--baseline", help="git revision to run before ours, e.g. main")
     parser.add_argument("--baseline-timeout", type=float, default=1800.0)
     parser.add_argument("--profile", help="a Snakemake profile for both runs")
+    parser.add_argument("--snakemake-args", default="", help="more arguments, shell-quoted")
     parser.add_argument("--only-baseline", action="store_true", help="skip our tree's run")
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
     args = parser.parse_args()
@@ -393,8 +397,9 @@ def main() -> None:
     bound, lines = lower_bound(mix, per_run)
     runs = sum(len(r) for r in mix.values())
     print(f"machine: {machine()}")
+    profile = f" --profile {args.profile}" if args.profile else ""
     print(f"{runs} runs x {per_run} requests on {len(mix)} providers, window {WINDOW_S:.0f} s; "
-          f"--cores {args.cores}{' --profile ' + args.profile if args.profile else ''}")  # fmt: skip
+          f"--cores {args.cores}{profile} {args.snakemake_args}")  # fmt: skip
     print("\n".join(lines))
     print(f"providers' bound: {bound:.1f} s")
     trees = {}

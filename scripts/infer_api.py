@@ -59,8 +59,8 @@ def main(sm):
             responses = run_model_table(
                 model, table, by_task[unit["task"]], store, cache_dir, progress=progress_logger()
             )
-            log.info("status counts: %s",
-                     dict(Counter(responses.column("status").to_pylist()).most_common()))  # fmt: skip
+            statuses = Counter(responses.column("status").to_pylist())
+            log.info("status counts: %s", dict(statuses.most_common()))
             outcome = record_outcome(model, unit["task"], responses, sm.params.cache_dir)
             if outcome is not None and outcome.failed:
                 log.error("%s", outcome.failure_message())

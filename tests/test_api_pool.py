@@ -121,8 +121,12 @@ def test_providers_bound_from_each_runs_limits_and_the_caps() -> None:
         "a1": {"rpm_limit": 30},  # 90 requests at 30 per 60 s: 180 s
         "a2": {"rpm_limit": 60},  # 90 s
         # 120 requests x 100 tokens at 6,000 tokens per 10 s: 20 s (its rpm allows 12 s)
-        "b1": {"tpm_limit": 6000, "estimated_tokens_per_request": 100, "rpm_limit": 100,
-               "rate_limit_window_s": 10},  # fmt: skip
+        "b1": {
+            "tpm_limit": 6000,
+            "estimated_tokens_per_request": 100,
+            "rpm_limit": 100,
+            "rate_limit_window_s": 10,
+        },  # fmt: skip
         "c1": {},  # no limit stated: its time depends on latencies, 0 here
     }
     requests = {"a1": 90, "a2": 90, "b1": 120, "c1": 50}

@@ -38,7 +38,7 @@ TASKS = ["landmark_position", "landmark_visibility"]  # agent-state image, world
 # Rules upstream of inference; the SLURM run groups them into one job, and the rest into another.
 INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
                "render_video_prompts")  # fmt: skip
-INFERENCE_RULES = ("infer", "infer_run", "infer_shard", "assemble_shards")
+INFERENCE_RULES = ("infer", "infer_api", "infer_run", "infer_shard", "assemble_shards")
 # What every run builds: the rule writing the compared tables (metrics and stamp upstream).
 TARGET = "tables"
 

@@ -154,7 +154,7 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
             handle.write(b'{"cache_key": "\xff\xfe"}\n')
         before = server.requests
         responses = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
-        fourth = _snakemake(tmp_path, *responses, "--forcerun", "infer")
+        fourth = _snakemake(tmp_path, *responses, "--forcerun", "infer_api")
         assert fourth.returncode == 0, fourth.stderr[-3000:]
         assert f"{cache}:{lines + 1}: unreadable line skipped" in (
             (tmp_path / _log("behavior")).read_text()
@@ -185,22 +185,23 @@ def test_failed_run_then_plain_rerun_sends_only_the_failed_requests(tmp_path: Pa
     assert "401" in second.stderr and "permanent failures" in second.stderr
     assert (tmp_path / "results/metrics/metrics.parquet").is_file()
 
-    # A video setting is a parameter of the video task's job alone (one job per task for an
-    # API run): changing it plans that job again, not the image task's.
+    # A setting of an API run plans the one job of all API runs again (rules/api.smk); its
+    # units answer from the cache what the change leaves alone.
     _config(tmp_path, server.api_base, tasks, video_frames=3)
     targets = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
     planned = _snakemake(tmp_path, *targets, "--dry-run")
     assert planned.returncode == 0, planned.stdout[-3000:]
-    infer_jobs = re.findall(r"^rule infer:\n(?:\s+.*\n)*?\s+wildcards: (.*)$", planned.stdout, re.M)
-    assert infer_jobs == [f"model={MODEL}, task=behavior"]
+    assert re.findall(r"^rule (infer\w*):", planned.stdout, re.M) == ["infer_api"]
 
 
 def _log(task: str) -> str:
     return f"results/logs/infer/{MODEL}/{task}.log"
 
 
-def _infer_logs(workdir: Path) -> list[str]:
-    return [p.read_text() for p in sorted((workdir / "results/logs/infer").rglob("*.log"))]
+def _infer_logs(workdir: Path, folder: str = "") -> list[str]:
+    """The inference logs (of one run's units: `folder` = its name)."""
+    logs = workdir / "results/logs/infer" / folder
+    return [p.read_text() for p in sorted(logs.rglob("*.log"))]
 
 
 def _task_of(body: dict, tasks: list[str]) -> str:
@@ -249,7 +250,7 @@ def test_three_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None
     )
     assert len(arrivals) == samples > len(tasks) * 15
     assert_rate_limited(arrivals, limit, window)
-    spans = [_job_span(text) for text in _infer_logs(tmp_path)]
+    spans = [_job_span(text) for text in _infer_logs(tmp_path, MODEL)]
     assert len(spans) == len(tasks)
     # The jobs ran at once (so the limit held across jobs, not by taking turns).
     latest_start = max(start for start, _ in spans)
@@ -258,8 +259,9 @@ def test_three_task_jobs_of_one_model_keep_its_rpm_limit(tmp_path: Path) -> None
 
 
 def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: Path) -> None:
-    """As on a cluster: each job is submitted (cluster-generic executor) and runs as its own
-    detached process, not a child of Snakemake; only the filesystem is shared."""
+    """As on a cluster: the API job is submitted (cluster-generic executor) and runs as a
+    detached process, not a child of Snakemake, its three units side by side; only the
+    filesystem is shared."""
     submit = tmp_path / "submit.sh"
     submit.write_text(
         '#!/bin/bash\nsetsid nohup bash "$1" > "$1.out" 2>&1 < /dev/null &\necho "$!"\n'
@@ -271,7 +273,7 @@ def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: P
         _config(tmp_path, server.api_base, tasks, rpm_limit=limit, rate_limit_window_s=window)
         responses = [f"results/responses/{MODEL}/{task}.parquet" for task in tasks]
         # Locally, for speed, and only what the responses need (not the explorer's media).
-        upstream = _snakemake(tmp_path, *responses, "--omit-from", "infer")
+        upstream = _snakemake(tmp_path, *responses, "--omit-from", "infer_api")
         assert upstream.returncode == 0, upstream.stderr[-3000:]
         result = _snakemake(
             tmp_path,
@@ -284,6 +286,6 @@ def test_budget_holds_for_cluster_jobs_sharing_only_the_cache_folder(tmp_path: P
         arrivals = list(server.arrivals)
     assert len(arrivals) == 3 * 16  # one request per sample, identical ones too (§1 v2.3)
     assert_rate_limited(arrivals, limit, window)
-    spans = [_job_span(text) for text in _infer_logs(tmp_path)]
+    spans = [_job_span(text) for text in _infer_logs(tmp_path, MODEL)]
     latest_start = max(start for start, _ in spans)
     assert sum(start <= latest_start <= end for start, end in spans) >= 2
