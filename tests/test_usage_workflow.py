@@ -86,9 +86,12 @@ def test_estimate_then_run_usage_and_outcomes(tmp_path: Path) -> None:
         assert estimate["behavior"]["source"] == "estimated_tokens_per_request"
         assert f"{MODEL}: 32 of 32 requests to send (0 cached), ~16,000 tokens" in first.stdout
 
-        # Part of the run: the image task only, then the estimate again.
+        # Part of the run: the image task only (the model's `tasks`: the one job of the API
+        # runs answers every task they have), then the estimate again.
+        configure(tmp_path, server.api_base, tasks=["landmark_position"])
         run_snakemake(tmp_path, f"results/responses/{MODEL}/landmark_position.parquet")
         assert server.requests == 16
+        configure(tmp_path, server.api_base)
         run_snakemake(tmp_path, "estimate")
         assert server.requests == 16
         estimate = read_estimate(tmp_path)
@@ -163,7 +166,8 @@ def test_a_cost_limit_fails_the_job_and_a_raised_limit_sends_only_the_rest(tmp_p
         # An image answer costs 1000 x $2 + 100 x $8 per M = $0.0028; the configured estimate
         # is 500 tokens at the dearer $8/M = $0.004. A request goes while spent + $0.004
         # <= $0.03: after 9 answers (0.0252 + 0.004 = 0.0292) yes, after 10 (0.032) no.
-        configure(tmp_path, server.api_base, cost_limit=0.03)
+        # The image task alone (the API runs' one job answers every task they have).
+        configure(tmp_path, server.api_base, cost_limit=0.03, tasks=["landmark_position"])
         failed = run_snakemake(tmp_path, target, check=False)
         assert failed.returncode != 0
         assert server.requests == 10
@@ -173,7 +177,7 @@ def test_a_cost_limit_fails_the_job_and_a_raised_limit_sends_only_the_rest(tmp_p
             "spent): 6 of 16 requests not sent (error_type budget_exhausted)"
         ) in re.sub(r"\s+", " ", log)
         assert not (tmp_path / target).exists()
-        configure(tmp_path, server.api_base, cost_limit=1.0)
+        configure(tmp_path, server.api_base, cost_limit=1.0, tasks=["landmark_position"])
         run_snakemake(tmp_path, target)
         assert server.requests == 16 and server.resent_after_answer == []
     frame = pd.read_parquet(tmp_path / target)

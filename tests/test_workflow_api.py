@@ -75,7 +75,7 @@ def test_openai_backend_end_to_end(tmp_path: Path) -> None:
         # below; the key check still reads every artifact of the first, whole run.
         shutil.rmtree(tmp_path / "results" / "responses")
         responses = [f"results/responses/loop-vlm-Instant/{task}.parquet" for task in TASKS]
-        _run(tmp_path, server.api_base, *responses, "--forcerun", "infer")
+        _run(tmp_path, server.api_base, *responses, "--forcerun", "infer_api")
         assert server.requests == first_requests
 
     assert all(h["authorization"] == f"Bearer {SECRET}" for h in headers)
