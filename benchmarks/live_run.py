@@ -46,7 +46,7 @@ import yaml
 from _timing import machine
 from _workflow import REPO, revision_tree
 
-WINDOW_S = 10.0  # a provider's "minute", scaled down
+WINDOW_S = 20.0  # a provider's "minute", scaled down
 DEMO = REPO / "resources" / "demo"
 SUFFIX = re.compile(r"-(Instant|Thinking|Reasoning)$")
 MODEL_FIELD = re.compile(rb'"model"\s*:\s*"([^"]+)"')
@@ -70,16 +70,20 @@ class Provider:
 
 SIGMA = 0.35
 # One profile per provider of config/paper.yaml (the env variable of its api_base, or
-# `served`). in_flight = the api_<provider> job cap x per-model concurrency, so a client that
-# holds both caps never passes it.
+# `served`). in_flight = the api_<provider> cap x per-run concurrency, so a client that holds
+# both caps never passes it. The caps are one (run, task) unit per run, each run's tasks in
+# turn: fewer units than runs leave runs waiting (siliconflow's 6 runs on 5 units: 98 s where
+# the other providers were done by 78). Each run's concurrency leaves room above its rate x
+# latency: a request holds its slot while it waits for its rate turn, so a concurrency just
+# at rate x latency answers about 15 % below either limit (1.2-1.4 req/s for 1.5).
 PROVIDERS = {
-    "api_route": Provider("api_route", 0.8, 26, 240, 2, 16, 300),
-    "dashscope": Provider("dashscope", 0.6, 14, 140, 2, 20, 400, model_tpm=6000),
-    "siliconflow": Provider("siliconflow", 1.2, 10, 120, 2, 16, 300),
-    "openrouter": Provider("openrouter", 0.5, 10, 100, 2, 16, 300),
-    "mimo": Provider("mimo", 1.5, 6, 40, 3, 16, 300),
-    "shlab": Provider("shlab", 0.7, 4, 40, 2, 16, 300),
-    "zhipu": Provider("zhipu", 1.0, 2, 20, 2, 14, 300),
+    "api_route": Provider("api_route", 0.8, 26, 480, 2, 32, 300),
+    "dashscope": Provider("dashscope", 0.6, 14, 280, 2, 40, 400, model_tpm=12000),
+    "siliconflow": Provider("siliconflow", 1.2, 24, 240, 4, 32, 300),
+    "openrouter": Provider("openrouter", 0.5, 10, 200, 2, 32, 300),
+    "mimo": Provider("mimo", 1.5, 8, 80, 4, 32, 300),
+    "shlab": Provider("shlab", 0.7, 4, 80, 2, 32, 300),
+    "zhipu": Provider("zhipu", 1.0, 4, 40, 4, 28, 300),
     "served": Provider("served", 0.4, 18, None, 2, None, 300),
 }
 
@@ -147,6 +151,7 @@ class Counts:
     most_in_flight: int = 0
     run_in_flight: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     most_run_in_flight: int = 0
+    last_answer: float = 0.0
 
 
 class Providers:
@@ -207,6 +212,7 @@ class Providers:
             counts.in_flight -= 1
             counts.run_in_flight[run] -= 1
         counts.answered += 1
+        counts.last_answer = time.monotonic()
         prompt = p.tokens * 3 // 4
         return web.json_response({
             "id": "c", "object": "chat.completion", "created": 0, "model": run,
@@ -352,10 +358,13 @@ def one_run(tree: Path, label: str, args, providers: Providers, mix, tasks, boun
     for c in counts.values():
         for cause, n in c.rejected.items():
             rejected[cause] += n
+    first = min((t for c in counts.values() for a in c.arrivals.values() for t in a), default=0)
+    span = max(c.last_answer for c in counts.values()) - first
     state = "" if finished else f" (stopped after {args.baseline_timeout:.0f} s)"
     ratio = wall / bound
     print(f"{label}: wall {wall:.1f} s{state} = {ratio:.2f}x the bound; {done} of "
-          f"{len(targets)} responses files")  # fmt: skip
+          f"{len(targets)} responses files; first request to last answer {span:.1f} s "
+          f"({span / bound:.2f}x)")  # fmt: skip
     print(f"    requests: {received} received, {answered} answered of {expected}, "
           f"{received - answered} rejected and re-sent {dict(rejected) or ''}")  # fmt: skip
     held = True
