@@ -341,7 +341,7 @@ def one_run(tree: Path, label: str, args, providers: Providers, mix, tasks, boun
     caps = [f"api_{name}={p.in_flight // p.per_model_in_flight}" for name, p in PROVIDERS.items()]
     common = ["--cores", str(args.cores), "--resources", *caps]
     if args.profile:
-        common += ["--profile", str(Path(args.profile).resolve())]
+        common += ["--profile", str(tree / args.profile)]  # each revision's own profile
     common += shlex.split(args.snakemake_args)
     snakemake(tree, workdir, [*targets, *common, "--omit-from", *infer_rules(tree, workdir)])
     providers.reset()
@@ -395,7 +395,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--baseline", help="git revision to run before ours, e.g. main")
     parser.add_argument("--baseline-timeout", type=float, default=1800.0)
-    parser.add_argument("--profile", help="a Snakemake profile for both runs")
+    parser.add_argument("--profile", help="a Snakemake profile (path in the repository)")
     parser.add_argument("--snakemake-args", default="", help="more arguments, shell-quoted")
     parser.add_argument("--only-baseline", action="store_true", help="skip our tree's run")
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
