@@ -27,6 +27,7 @@ include: "rules/stats.smk"
 include: "rules/plots.smk"
 include: "rules/stamp.smk"
 include: "rules/explorer.smk"
+include: "rules/integrations.smk"
 
 
 rule all:

@@ -335,6 +335,8 @@ def all_outputs():
         *stats_outputs(),
         *plot_outputs(),
         *explorer_outputs(),
+        # MLflow tracking only where configured (rules/integrations.smk).
+        *(["results/exports/mlflow_runs.json"] if config.get("mlflow") else []),
     ]
 
 

@@ -19,7 +19,6 @@ scorer sees one sample); the metrics never do. Requires the `integrations` extra
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -47,6 +46,7 @@ from dualcog.errors import ConfigError
 from dualcog.inference.media import media_path
 from dualcog.inference.request import build_messages, request_settings
 from dualcog.integrations.evaluation import Answer, metric_values, score_answers
+from dualcog.integrations.exports import gold_text
 from dualcog.media.store import (
     ImageSettings,
     PreparedFrames,
@@ -155,20 +155,6 @@ def chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[ChatMessage]:
                     blocks.append(ContentVideo(video=block["video_url"]["url"], format="mp4"))
             out.append(ChatMessageUser(content=blocks))
     return out
-
-
-def gold_text(row: Mapping[str, Any]) -> str:
-    """The sample's gold answer as JSON (inspect's target: shown beside the answer)."""
-    if REQUEST_BY_TASK[row["task"]].modality == "image":
-        gold = {"option": row["gold_option_id"], "bbox": row["gold_bbox"]}
-    elif row["task"] == "behavior":
-        gold = {"answers": row["gold_items"]}
-    else:
-        gold = {
-            "visible_count": row["gold_visible_count"],
-            "visible_intervals": row["gold_visible_intervals"],
-        }
-    return json.dumps(gold, default=str)
 
 
 def model_settings(
