@@ -355,3 +355,17 @@ def estimate_plan():
         m["name"]: {t: prompts_path(m["name"], t) for t in model_tasks(config, m)}
         for m in config["models"]
     }
+
+
+# The exports (rules/integrations.smk).
+def export_models():
+    """What the exports say of each model run (its identity, not its settings)."""
+    keys = ("name", "display_name", "backend", "request_model", "group")
+    return [{k: m.get(k) for k in keys} for m in config["models"]]
+
+
+def export_dataset_id():
+    """The Hub dataset the results are about: `exports.dataset_id`, else the download's repo."""
+    exports = config.get("exports") or {}
+    download = config.get("download") or {}
+    return exports.get("dataset_id") or download.get("repo") or "Lozumi/UAV-DualCog"

@@ -4,19 +4,6 @@
 # docs/mlflow.md). They need the `integrations` extra; the default run does not.
 
 
-def export_models():
-    """What the exports say of each model run (its identity, not its settings)."""
-    keys = ("name", "display_name", "backend", "request_model", "group")
-    return [{k: m.get(k) for k in keys} for m in config["models"]]
-
-
-def export_dataset_id():
-    """The Hub dataset the results are about: `exports.dataset_id`, else the download's repo."""
-    exports = config.get("exports") or {}
-    download = config.get("download") or {}
-    return exports.get("dataset_id") or download.get("repo") or "Lozumi/UAV-DualCog"
-
-
 rule exports:
     input:
         stamp="results/stamp.json",

@@ -11,7 +11,8 @@ from dualcog.stamp import read_stamp
 
 def main(sm):
     metrics = {
-        name: read_arrow(path) for name, path in zip(sm.params.models, sm.input.metrics, strict=True)
+        name: read_arrow(path)
+        for name, path in zip(sm.params.models, sm.input.metrics, strict=True)
     }
     runs = log_run(
         sm.params.settings, metrics, read_stamp(sm.input.stamp), sm.input.stamp, sm.input.tables

@@ -32,7 +32,11 @@ from dualcog.integrations.evaluation import metric_values
 from dualcog.stamp import read_stamp, stamp_digest
 from dualcog.tasks import IMAGE_TASKS, REQUEST_KINDS
 
-pytestmark = pytest.mark.workflow
+# inspect_ai warns of its own deprecated call (tenacity) once per sample.
+pytestmark = [
+    pytest.mark.workflow,
+    pytest.mark.filterwarnings("ignore:The .initial. parameter is deprecated:DeprecationWarning"),
+]
 
 REPLAY = "inspect-replay-Instant"
 EEE_TARGET = REPO / ".venv" / "every-eval-ever"  # installed there by the Makefile (Python ≥ 3.12)
@@ -72,7 +76,8 @@ def replay_answers(run: Path) -> dict[str, str]:
     for model, tasks in ((PERMILLE, IMAGE_TASKS), (CHATTY, ("behavior", "landmark_visibility"))):
         for task in tasks:
             table = pq.read_table(run / "results" / "responses" / model / f"{task}.parquet")
-            texts.update(zip(table["sample_id"].to_pylist(), table["raw_text"].to_pylist()))
+            ids, raw = table["sample_id"].to_pylist(), table["raw_text"].to_pylist()
+            texts.update(zip(ids, raw, strict=True))
     first: dict[str, str] = {}
     answers = {}
     for path in sorted((run / "results" / "prompts").glob("*.parquet")):
@@ -153,7 +158,9 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
                 assert f"{mode}/{scored}/response_rate" in got
     assert any(key.startswith("compatible/position/") for key in got)
     # The permille answers only make sense at the run-level scale: compatible beats strict.
-    assert got["compatible/landmark_position/bbox_acc50"] > got["strict/landmark_position/bbox_acc50"]
+    assert (
+        got["compatible/landmark_position/bbox_acc50"] > got["strict/landmark_position/bbox_acc50"]
+    )
     # Per-sample outcomes in the log (what `inspect view` shows).
     samples = log.samples
     assert len(samples) == sum(Counter(r["task"] for r in ingest_rows(DEMO)[0]).values())
@@ -175,9 +182,7 @@ def test_inspect_frames_mode_sends_the_workflows_prompts(run: dict) -> None:
         media_store=str(workflow_runner.shared_media_store),
     )
     prompts = pq.read_table(run["dir"] / "results/prompts/landmark_visibility.frames4.parquet")
-    want = {
-        row["sample_id"]: (row["user_text"], row["media_kinds"]) for row in prompts.to_pylist()
-    }
+    want = {row["sample_id"]: (row["user_text"], row["media_kinds"]) for row in prompts.to_pylist()}
     got = {}
     for sample in task.dataset:
         user = sample.input[-1]
@@ -206,31 +211,9 @@ def test_every_eval_ever_files_validate(run: dict) -> None:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.json*"))
     models = [m["name"] for m in run["config"]["models"]]
     assert len(files) == 2 * len(models)
-    script = f"""
-import json, sys
-from pathlib import Path
-from every_eval_ever.schema import schema_json
-from every_eval_ever.validator.validation_core import validate_file
-import jsonschema
-root = Path(sys.argv[1]); files = json.loads(sys.argv[2])
-aggregate = jsonschema.Draft7Validator(schema_json("eval.schema.json"))
-instance = jsonschema.Draft7Validator(schema_json("instance_level_eval.schema.json"))
-out = {{}}
-for name in files:
-    path = root / name
-    report = validate_file(path, repo_path=name, available_files=frozenset(files),
-                           read_repo_file=lambda p: (root / p).read_text(), run_semantic_checks=True)
-    if name.endswith(".json"):
-        schema_errors = [e.message for e in aggregate.iter_errors(json.loads(path.read_text()))]
-    else:
-        schema_errors = [e.message for line in path.read_text().splitlines()
-                         for e in instance.iter_errors(json.loads(line))]
-    out[name] = [report.valid, report.errors, report.warnings, schema_errors]
-print(json.dumps(out))
-"""
     env = {**os.environ, "PYTHONPATH": str(EEE_TARGET)}
     done = subprocess.run(
-        [sys.executable, "-c", script, str(root), json.dumps(files)],
+        [sys.executable, str(Path(__file__).parent / "eee_validate.py"), str(root), *files],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     reports = json.loads(done.stdout)
