@@ -94,10 +94,14 @@ def replay_answers(run: Path) -> dict[str, str]:
 def run(demo_workflow: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     workdir = copy_run(demo_workflow, tmp_path_factory.mktemp("integrations") / "run")
     answers = replay_answers(workdir)
+    # One request that failed: an error row for the workflow, an exception from the mock.
+    failed = sorted(sid for sid in answers if "instance_recognition" in sid)[0]
+    answers[failed] = None
     lines = [
-        json.dumps({"sample_id": sid, "request_status": "ok", "raw_text": text})
+        json.dumps({"sample_id": sid, "request_status": "error" if text is None else "ok",
+                    "raw_text": text})
         for sid, text in sorted(answers.items())
-    ]
+    ]  # fmt: skip
     (workdir / "inspect_replay.jsonl").write_text("\n".join(lines) + "\n")
     config_path = workdir / "config" / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
@@ -134,7 +138,10 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
 
     def answer(messages, tools, tool_choice, config):
         assert config.temperature == 0.0 and config.max_tokens == 2048  # §11 defaults
-        output = ModelOutput.from_content(model="mockllm", content=by_request[request_of(messages)])
+        text = by_request[request_of(messages)]
+        if text is None:
+            raise RuntimeError("the provider failed")
+        output = ModelOutput.from_content(model="mockllm", content=text)
         output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
         return output
 
@@ -145,8 +152,10 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
         task_args=args,
         log_dir=str(tmp_path),
         display="none",
+        fail_on_error=False,
     )
     assert log.status == "success", log.error
+    assert sum(sample.error is not None for sample in log.samples) == 1
     got = {m.name: m.value for score in log.results.scores for m in score.metrics.values()}
     want = workflow_metrics(run["dir"], REPLAY)
     assert got == want  # every value to the last bit
@@ -157,6 +166,7 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
             for mode in modes:
                 assert f"{mode}/{scored}/response_rate" in got
     assert any(key.startswith("compatible/position/") for key in got)
+    assert got["strict/composite_behavior/response_rate"] == 15 / 16  # the failed request
     # The permille answers only make sense at the run-level scale: compatible beats strict.
     assert (
         got["compatible/landmark_position/bbox_acc50"] > got["strict/landmark_position/bbox_acc50"]
