@@ -103,7 +103,9 @@ def test_hub_entries_are_the_compatible_headline_cells() -> None:
 
 
 def test_model_identity() -> None:
-    assert model_identity({"name": "q-Instant", "request_model": "Qwen/Qwen3-VL-8B"}) == (
+    assert model_identity(
+        {"name": "q-Instant", "backend": "openai", "request_model": "Qwen/Qwen3-VL-8B"}
+    ) == (
         "Qwen/Qwen3-VL-8B",
         "Qwen",
     )

@@ -122,9 +122,10 @@ def model_identity(model: Mapping[str, Any]) -> tuple[str, str]:
     request = str(model.get("request_model") or "")
     if "/" in request:
         return request, request.split("/", 1)[0]
-    developer = (
-        "dualcog" if model.get("backend") in ("oracle", "random", "simulated") else "unknown"
-    )
+    from dualcog.backends import backend_of
+
+    # Backends that make their answers from the gold (oracle, random, simulated): this project's.
+    developer = "dualcog" if backend_of(model).reads_samples else "unknown"
     return f"{developer}/{name}", developer
 
 
