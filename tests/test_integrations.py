@@ -152,10 +152,12 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
         task_args=args,
         log_dir=str(tmp_path),
         display="none",
-        fail_on_error=False,
     )
     assert log.status == "success", log.error
-    assert sum(sample.error is not None for sample in log.samples) == 1
+    # The failed request is scored as unanswered, as the workflow's error row is.
+    (failed,) = [s for s in log.samples if next(iter(s.scores.values())).metadata["error_type"]]
+    assert next(iter(failed.scores.values())).metadata["error_message"] == "the provider failed"
+    assert run["answers"][failed.id] is None
     got = {m.name: m.value for score in log.results.scores for m in score.metrics.values()}
     want = workflow_metrics(run["dir"], REPLAY)
     assert got == want  # every value to the last bit
@@ -179,6 +181,42 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
     assert set(score.value) >= {"option_correct", "bbox_hit", "iou", "joint_correct"}
     assert score.metadata["raw_text"] == run["answers"][image.id]
     assert score.explanation.startswith("compatible parse: stage ")
+
+
+def test_inspect_metrics_cover_the_samples_run(run: dict, tmp_path: Path) -> None:
+    """`--limit` / `--sample-id`: the metrics are those of the samples run, as a workflow run
+    on those samples alone gives them."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    from dualcog.arrow_rows import table_from_rows
+    from dualcog.integrations.evaluation import Answer, score_answers
+    from dualcog.schemas import SAMPLES
+
+    rows, _ = ingest_rows(DEMO, ["landmark_position"])
+    chosen = [rows[0]["sample_id"], rows[3]["sample_id"]]
+    text = '{"answer_option_id": "A", "bbox_xyxy_norm": [100, 100, 500, 500]}'
+
+    def answer(messages, tools, tool_choice, config):
+        output = ModelOutput.from_content(model="mockllm", content=text)
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return output
+
+    (log,) = inspect_eval(
+        "dualcog/uav_dualcog",
+        model=get_model("mockllm/model", custom_outputs=answer),
+        task_args={"data_root": str(DEMO), "tasks": "landmark_position",
+                   "media_store": str(workflow_runner.shared_media_store)},
+        sample_id=chosen,
+        log_dir=str(tmp_path),
+        display="none",
+    )  # fmt: skip
+    got = {m.name: m.value for score in log.results.scores for m in score.metrics.values()}
+    subset = table_from_rows([r for r in rows if r["sample_id"] in chosen], SAMPLES)
+    want = score_answers("x", subset, {sid: Answer(text) for sid in chosen}).metrics
+    want = want.filter(pc.equal(want["stratum"], "all"))
+    assert got == {k: v for k, v in metric_values(want).items() if not math.isnan(v)}
+    assert got["compatible/landmark_position/response_rate"] == 1.0
 
 
 def test_inspect_frames_mode_sends_the_workflows_prompts(run: dict) -> None:

@@ -10,7 +10,10 @@ inspect's own model providers. Scoring is ours:
 - the task's metrics are the workflow's METRICS rows (stratum `all`: every task, the dual
   metrics over the matched-context pairs and the convenience aggregates) in every parse mode,
   computed over the whole run at once, so that `compatible` uses the run-level box scale
-  (docs/protocol.md §3.3) exactly as the workflow does.
+  (docs/protocol.md §3.3) exactly as the workflow does;
+- a request that still fails after the provider's retries is scored as unanswered (the
+  workflow's error row), so every sample run is scored and the metrics' population is
+  exactly the samples run.
 
 A sample's own Score in `compatible` mode resolves the box scale from that sample alone (a
 scorer sees one sample); the metrics never do. Requires the `integrations` extra.
@@ -39,7 +42,8 @@ from inspect_ai.model import (
     GenerateConfig,
 )
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import LimitExceededError
 
 from dualcog.arrow_rows import table_from_rows
 from dualcog.errors import ConfigError
@@ -217,10 +221,37 @@ _IMAGE = {kind.task for kind in REQUEST_KINDS if kind.modality == "image"}
 
 
 def _answer(state: TaskState) -> Answer:
+    failed = state.metadata.get(REQUEST_ERROR)
+    if failed is not None:
+        return Answer(None, failed["type"], failed["message"])
     output = state.output
     if output is None or output.error:
         return Answer(None, "error", output.error if output is not None else "no output")
     return Answer(output.completion)
+
+
+REQUEST_ERROR = "dualcog_request_error"  # TaskState metadata key of a failed request
+
+
+@solver
+def answer_once() -> Solver:
+    """inspect's generate (its provider retries included); a request that still fails is
+    recorded and scored as unanswered, as the workflow keeps an error row: every sample of
+    the run is then scored, so the metrics' population is exactly the samples run."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        try:
+            return await generate(state, tool_calls="none")
+        except LimitExceededError:
+            raise
+        except Exception as error:  # noqa: BLE001 (any provider's failure is a failed request)
+            state.metadata[REQUEST_ERROR] = {
+                "type": type(error).__name__,
+                "message": str(error)[:2000],
+            }
+            return state
+
+    return solve
 
 
 @metric(name="dualcog_metrics")
@@ -231,7 +262,10 @@ def dualcog_metrics(
     `<parse>/<task>/<metric>` (dualcog.integrations.evaluation.metric_key)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        samples = benchmark_samples(data_root, tuple(tasks), tuple(exclude))
+        every = benchmark_samples(data_root, tuple(tasks), tuple(exclude))
+        # The samples this run scored (all of them, or those --limit / --sample-id chose).
+        ran = pa.array([str(item.sample_id) for item in scores], pa.string())
+        samples = every.filter(pc.is_in(every["sample_id"], value_set=ran))
         answers = {}
         for item in scores:
             meta = item.score.metadata or {}
@@ -336,7 +370,7 @@ def uav_dualcog(
     )
     return Task(
         dataset=MemoryDataset(dataset, name="UAV-DualCog", location=root),
-        solver=generate(),
+        solver=answer_once(),
         scorer=dualcog_scorer(root, names, exclude, parse, bbox_scale),
         metrics=[dualcog_metrics(root, names, exclude, bbox_scale)],
         config=config,
