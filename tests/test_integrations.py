@@ -249,6 +249,34 @@ def test_inspect_task_arguments_are_checked() -> None:
         task_list("behavior,nope")
     with pytest.raises(ConfigError, match="parse='lenient'"):
         uav_dualcog(data_root=str(DEMO), parse="lenient")
+    with pytest.raises(ConfigError, match="mode suffix -Thinking but no `family`"):
+        uav_dualcog(data_root=str(DEMO), mode="Thinking")
+    with pytest.raises(ConfigError, match="mode='Fast'"):
+        uav_dualcog(data_root=str(DEMO), mode="Fast", family="qwen_vllm")
+
+
+def test_inspect_task_sends_the_familys_mode_switch() -> None:
+    from dualcog.integrations.inspect_task import uav_dualcog
+
+    task = uav_dualcog(
+        data_root=str(DEMO),
+        tasks="landmark_position",
+        family="qwen_vllm",
+        mode="Instant",
+        extra_body={"top_k": 20},
+        temperature=0.5,
+        media_store=str(workflow_runner.shared_media_store),
+    )
+    assert task.config.extra_body == {
+        "chat_template_kwargs": {"enable_thinking": False},
+        "top_k": 20,
+    }
+    assert (task.config.temperature, task.config.max_tokens, task.config.timeout) == (
+        0.5,
+        2048,
+        600,
+    )
+    assert len(task.dataset) == 16
 
 
 # -- exports ---------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from dualcog.tasks import PARSE_MODES, REQUEST_BY_TASK, REQUEST_KINDS
 
 MODEL_LABEL = "inspect"  # the run's name in the METRICS rows computed here
 VIDEO_MODES = ("video_url", "frames")
+MODES = ("Instant", "Thinking", "Reasoning")  # the run-name suffixes (dualcog.routes)
 
 
 def task_list(tasks: str | Sequence[str] | None) -> list[str]:
@@ -193,6 +194,8 @@ def _value(cell: Any) -> Any:
     return cell
 
 
+_IMAGE = {kind.task for kind in REQUEST_KINDS if kind.modality == "image"}
+
 # Per-sample outcome columns of the SCORES rows, by request kind (scored task prefix for
 # behavior, which is scored at two levels).
 _SAMPLE_COLUMNS = {
@@ -215,9 +218,6 @@ def sample_value(scores: pa.Table, parse: str) -> dict[str, Any]:
             if _value(row[column]) is not None:
                 value[prefix + column] = _value(row[column])
     return value
-
-
-_IMAGE = {kind.task for kind in REQUEST_KINDS if kind.modality == "image"}
 
 
 def _answer(state: TaskState) -> Answer:
@@ -326,6 +326,7 @@ def uav_dualcog(
     family: str | None = None,
     mode: str | None = None,
     exclude_samples: list[str] | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> Task:
     """UAV-DualCog (docs/inspect.md): `data_root` the released benchmark (or the demo),
     `tasks` request kinds (default all six), `parse` the mode each sample's Score shows
@@ -337,7 +338,9 @@ def uav_dualcog(
     root = str(Path(data_root).resolve())
     names = task_list(tasks)
     exclude = sorted(exclude_samples or [])
-    settings = model_settings(temperature, max_tokens, family, mode, None)
+    if mode is not None and mode not in MODES:
+        raise ConfigError(f"uav_dualcog: mode={mode!r} is not one of {MODES}")
+    settings = model_settings(temperature, max_tokens, family, mode, extra_body)
     samples = benchmark_samples(root, tuple(names), tuple(exclude))
     rows = samples.to_pylist()
     store = Path(media_store)
@@ -367,6 +370,9 @@ def uav_dualcog(
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         extra_body=settings.extra_body or None,
+        timeout=int(settings.timeout_s),
+        max_retries=settings.max_retries,
+        max_connections=settings.concurrency,
     )
     return Task(
         dataset=MemoryDataset(dataset, name="UAV-DualCog", location=root),
