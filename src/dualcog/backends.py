@@ -196,6 +196,11 @@ def input_files(model: Mapping[str, Any]) -> list[str]:
     return [str(value)] if isinstance(value, (str, Path)) else [str(v) for v in value]
 
 
+def sampling_backends() -> list[str]:
+    """Backends whose answers vary between runs (`repeats` is allowed on them)."""
+    return [backend.name for backend in REGISTRY.values() if backend.samples]
+
+
 def missing_fields(model: Mapping[str, Any]) -> list[str]:
     """Config fields the backend requires that the entry leaves unset."""
     return [field for field in backend_of(model).required if not model.get(field)]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dualcog.backends import REGISTRY, backend_of
+from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 from dualcog.repeats import REPEAT_OF, expand_repeats, fold_repeats
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
@@ -173,8 +173,7 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
         models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
-    sampling = {name: backend.samples for name, backend in REGISTRY.items()}
-    models = expand_repeats(models, sampling, source)
+    models = expand_repeats(models, source)
     merged["models"] = select_models(models, merged.get("select"), source)
     return merged
 

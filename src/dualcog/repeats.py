@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dualcog.backends import backend_of, sampling_backends
 from dualcog.errors import ConfigError
 
 SEPARATOR = "~r"
@@ -39,14 +40,11 @@ def split_repeat_name(name: str) -> tuple[str, int] | None:
     return (found["base"], int(found["index"])) if found else None
 
 
-def expand_repeats(
-    models: Iterable[Mapping[str, Any]], sampling: Mapping[str, bool], source: str
-) -> list[dict[str, Any]]:
+def expand_repeats(models: Iterable[Mapping[str, Any]], source: str) -> list[dict[str, Any]]:
     """The runs of `models`: an entry with `repeats: k > 1` becomes k entries, in place.
 
-    `sampling` says per backend name whether its answers vary between runs (the registry's
-    `Backend.samples`); a backend that answers the same every time is refused with repeats.
-    An entry that is already a repeat (`repeat_of` set) is kept as it is.
+    A backend whose answers do not vary between runs (the registry's `Backend.samples`) is
+    refused with repeats. An entry that is already a repeat (`repeat_of` set) is kept.
     """
     runs: list[dict[str, Any]] = []
     for model in models:
@@ -54,8 +52,8 @@ def expand_repeats(
         if model.get(REPEAT_OF) or count == 1:
             runs.append(dict(model))
             continue
-        if not sampling.get(str(model.get("backend")), False):
-            can = ", ".join(sorted(name for name, yes in sampling.items() if yes))
+        if not backend_of(model).samples:
+            can = ", ".join(sampling_backends())
             raise ConfigError(
                 f"invalid configuration in {source}: models ({model['name']}).repeats: "
                 f"backend {model.get('backend')} gives the same answers on every run, so "
