@@ -98,7 +98,9 @@ VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 COMPARE_PAIRS = comparison_pairs(config)
 # Repeat sets (`repeats: k`, dualcog.repeats): set name -> its runs (those selected).
 REPEAT_SETS = repeat_sets(config["models"])
-REPEAT_SIZES = {m["repeat_of"]: m["repeats"] for m in config["models"] if m.get("repeat_of")}
+REPEAT_SIZES = {
+    m["repeat_of"]: m["repeats"] for m in config["models"] if m.get("repeat_of")
+}
 
 
 def runs_of(name):

@@ -31,7 +31,9 @@ rule set_intervals:
         samples="results/benchmark/samples.parquet",
         pairs="results/benchmark/pairs.parquet",
         weights="results/benchmark/bootstrap_weights.parquet",
-        scores=lambda w: expand("results/scores/{run}.parquet", run=runs_of(w.repeat_set)),
+        scores=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.repeat_set)
+        ),
     output:
         "results/metrics/intervals_by_model/{repeat_set}.parquet",
     log:
@@ -48,8 +50,12 @@ rule set_intervals:
 rule compare:
     input:
         samples="results/benchmark/samples.parquet",
-        scores_a=lambda w: expand("results/scores/{run}.parquet", run=runs_of(w.model_a)),
-        scores_b=lambda w: expand("results/scores/{run}.parquet", run=runs_of(w.model_b)),
+        scores_a=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.model_a)
+        ),
+        scores_b=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.model_b)
+        ),
     output:
         parquet="results/compare/{model_a}__vs__{model_b}.parquet",
         markdown="results/compare/{model_a}__vs__{model_b}.md",
@@ -60,7 +66,8 @@ rule compare:
     params:
         bootstrap=config["bootstrap"],
         display_names={
-            m.get("repeat_of") or m["name"]: m.get("repeat_label")
+            m.get("repeat_of")
+            or m["name"]: m.get("repeat_label")
             or m.get("display_name")
             or m["name"]
             for m in config["models"]
