@@ -203,6 +203,10 @@ def test_kill_9_during_repeat_2_resends_no_answered_request(tmp_path: Path) -> N
     for run in API_RUNS:
         responses = pd.read_parquet(tmp_path / f"results/responses/{run}/{TASK}.parquet")
         assert len(responses) == SAMPLES and (responses["status"] == "ok").all()
+    # The repeats share the model's concurrency slots and rate budget (one folder).
+    cache = tmp_path / "results/cache"
+    assert (cache / API_SET / ".budget").is_dir()
+    assert not any((cache / run / ".budget").exists() for run in API_RUNS)
     usage = (tmp_path / "results/tables/usage.md").read_text()
     row = next(line for line in usage.splitlines() if line.startswith(f"| {API_SET} |"))
     assert "| 3/3 |" in row and "±0" in row
