@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from test_tables import _metrics
 
@@ -225,3 +226,24 @@ def test_compare_averages_a_set_under_the_same_replicates_and_reports_its_sd() -
     text = comparison_markdown(frame, {"a": "Model A"}, {"a": 3})
     assert "Model A: the mean of 2 repeats of the 3 configured (incomplete" in text
     assert "| landmark_position | option_acc | 75.0 ±35.4 | 50.0 | +25.0 * |" in text
+
+
+def test_outcome_shares_and_mode_flags_pool_over_the_set() -> None:
+    from dualcog.tables.build import UsageInputs
+    from dualcog.tables.repeats import collapse_inputs
+
+    shares = pd.DataFrame(
+        {"answered": [1.0, 0.5, 0.2], "refused": [0.0, 0.5, 0.8], "samples": [10, 30, 5]},
+        index=["m~r1", "m~r2", "x"],
+    )
+    facts = pd.DataFrame({"model": ["m~r1", "x"], "status": ["ok", "ok"],
+                          "completion_tokens": [4, 9]})  # fmt: skip
+    usage = UsageInputs(pa.Table.from_pandas(facts), shares, {"m~r2": "no reasoning"})
+    inputs = TableInputs(_set_metrics({"m~r1": 0.5, "m~r2": 0.7, "x": 0.6}), usage=usage)
+    collapsed = collapse_inputs(inputs, repeat_plan(SET_MODELS))
+    pooled = collapsed.usage.shares
+    # (10 x 1.0 + 30 x 0.5) / 40 answered; x unchanged.
+    assert pooled.loc["m", "answered"] == pytest.approx(0.625)
+    assert pooled.loc["m", "samples"] == 40 and pooled.loc["x", "answered"] == 0.2
+    assert collapsed.usage.mode_flags == {"m": "no reasoning"}
+    assert collapsed.tokens == {"m": 4.0, "x": 9.0}

@@ -195,7 +195,9 @@ def collapse_inputs(inputs: TableInputs, plan: Mapping[str, RepeatSet]) -> Table
     tokens = dict(inputs.tokens)
     if usage is not None:
         facts = rename_runs(usage.facts, owner)
-        usage = UsageInputs(facts, _pooled_shares(usage.shares, owner), usage.mode_flags)
+        # A mode flag of any repeat is the set's (its notes and badges name the row).
+        flags = {owner.get(run, run): why for run, why in usage.mode_flags.items()}
+        usage = UsageInputs(facts, _pooled_shares(usage.shares, owner), flags)
         tokens = mean_output_tokens(
             [facts.select(["model", "status", "completion_tokens"]).to_pandas()]
         )
