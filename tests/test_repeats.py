@@ -95,6 +95,9 @@ def test_repeats_one_is_a_plain_run_and_a_tilde_name_is_refused() -> None:
         validate_config(_config({"name": "m~r1", "backend": "random"}))
     with pytest.raises(ConfigError, match=r"repeats: 0 is less than the minimum of 1"):
         validate_config(_config({**SIM, "repeats": 0}))
+    # The keys a repeat's entry gets are not configuration: written by hand they are refused.
+    with pytest.raises(ConfigError, match="'repeat_of' was unexpected"):
+        validate_config(_config({"name": "a", "backend": "random", "repeat_of": "b"}))
 
 
 def test_select_takes_a_set_or_one_repeat_and_compare_names_the_set() -> None:

@@ -82,7 +82,9 @@ def fold_repeats(models: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for model in models:
         base = model.get(REPEAT_OF)
-        if not base:
+        # Only an entry `expand_repeats` made (its name says so; configured names hold no `~`):
+        # a hand-written `repeat_of` stays for the schema to refuse.
+        if not base or split_repeat_name(str(model.get("name"))) != (base, model.get(REPEAT)):
             folded.append(dict(model))
             continue
         if base in seen:
