@@ -19,6 +19,7 @@ from loopback_server import LoopbackServer, Reply, completion
 from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.inference.cache import cache_path
+from dualcog.tasks import IMAGE_TASKS
 
 pytestmark = pytest.mark.workflow
 
@@ -30,6 +31,8 @@ RUNS = [f"{SET}~r{i}" for i in (1, 2, 3)]
 def test_simulated_repeats_are_three_runs_and_every_table_shows_the_spread(tmp_path: Path):
     config = {
         "data_root": str(DEMO),
+        # The four image tasks (the audit averages them) and one video task: every table.
+        "tasks": [*IMAGE_TASKS, "behavior"],
         "tables": {"formats": ["csv", "md"]},
         "bootstrap": {"replicates": 200, "seed": 1},
         "compare": [[SET, "other"]],
