@@ -108,6 +108,15 @@ def runs_of(name):
     return REPEAT_SETS.get(name, [name])
 
 
+def compare_display_names():
+    """Name -> label of every run and repeat set (a set's label as configured)."""
+    names = {m["name"]: m.get("display_name") or m["name"] for m in config["models"]}
+    for m in config["models"]:
+        if m.get("repeat_of"):
+            names[m["repeat_of"]] = m.get("repeat_label") or m["repeat_of"]
+    return names
+
+
 wildcard_constraints:
     model="|".join(re.escape(m) for m in MODELS),
     task="|".join(TASKS),

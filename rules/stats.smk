@@ -65,13 +65,7 @@ rule compare:
         "../envs/dualcog.yaml"
     params:
         bootstrap=config["bootstrap"],
-        display_names={
-            m.get("repeat_of")
-            or m["name"]: m.get("repeat_label")
-            or m.get("display_name")
-            or m["name"]
-            for m in config["models"]
-        },
+        display_names=compare_display_names(),
         repeats=REPEAT_SIZES,
         version=STATS_VERSION,
     script:

@@ -91,7 +91,7 @@ def percent(value: object) -> str:
 
 
 def spread_text(spread: float | None, number_format: str = ".1f", scale: float = 100.0) -> str:
-    """ " ±x.x" after a repeat set's value (its between-repeat SD), "" without one."""
+    """The text after a repeat set's value: " ±" and its between-repeat SD ("" without)."""
     if spread is None or _missing(spread):
         return ""
     return f" ±{format(float(spread) * scale, number_format.lstrip('+'))}"
