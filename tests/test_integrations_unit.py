@@ -120,3 +120,14 @@ def test_metric_values_keep_every_row(two_samples: pa.Table) -> None:
     assert set(pc.unique(result.metrics["stratum"]).to_pylist()) == {"all", "4way", "8way"}
     rates = [v for k, v in values.items() if k.endswith("/response_rate")]
     assert rates and set(rates) == {0.0}
+
+
+def test_mlflow_missing_says_what_to_install(monkeypatch, tmp_path) -> None:
+    import sys
+
+    from dualcog.errors import ConfigError
+    from dualcog.integrations.mlflow_tracking import log_run
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
+    with pytest.raises(ConfigError, match=r"needs MLflow, which is not installed.*integrations"):
+        log_run({"tracking_uri": tmp_path.as_uri()}, {}, STAMP, tmp_path / "s.json", [])

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dualcog.errors import ConfigError
 from dualcog.integrations.evaluation import metric_values
 from dualcog.integrations.exports import stamp_details
 
@@ -40,7 +41,13 @@ def log_run(
     """Log each model's metrics to `settings["tracking_uri"]`; returns model -> MLflow run id."""
     uri = str(settings["tracking_uri"])
     _allow_file_store(uri)
-    import mlflow
+    try:
+        import mlflow
+    except ImportError as error:
+        raise ConfigError(
+            f"the config's `mlflow:` block needs MLflow, which is not installed ({error}): "
+            '.venv/bin/pip install -e ".[integrations]" (or mlflow-skinny), then run again'
+        ) from None
 
     client = mlflow.MlflowClient(tracking_uri=uri)
     name = str(settings.get("experiment") or DEFAULT_EXPERIMENT)
