@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from dualcog import atomic
 from dualcog.errors import DataError
@@ -90,7 +91,7 @@ def dataset_card(splits: Mapping[str, int], source: Mapping[str, Any], embed_med
     )
     lines = [
         "---",
-        __import__("yaml").safe_dump(meta, sort_keys=False).rstrip(),
+        yaml.safe_dump(meta, sort_keys=False).rstrip(),
         "---",
         "",
         "# UAV-DualCog, as ingested by dualcog",
