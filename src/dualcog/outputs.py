@@ -83,7 +83,8 @@ def check_report_config(stamp: Path, models: Sequence[str], config_source: str) 
     only_here = sorted(set(models) - set(written))
     raise ConfigError(
         f"{stamp.parent}/ holds the outputs of a run of another config (models only there: "
-        f"{_few(only_there)}; models only in {config_source}: {_few(only_here)}). A report of {config_source} would mix the two: "
+        f"{_few(only_there)}; models only in {config_source}: {_few(only_here)}). A report "
+        f"of {config_source} would mix the two: "
         f"run it first, then report it: `make report CONFIG={config_source}` does both "
         f"(or `snakemake --configfile {config_source}`, then the same with "
         "`--report report.html`)"
