@@ -53,7 +53,6 @@ onstart:
     removed = remove_foreign_outputs(Path("results"), all_outputs())
     if removed:
         print(removed_text(removed), file=sys.stderr)
-
     if servers_start_here():
         require_servers(config, CONFIG_SOURCE)
     lift_local_start_limit(workflow)
