@@ -145,8 +145,8 @@ def test_schema_enums_are_the_codes_constants() -> None:
     from dualcog.inference.offline import SIMULATED_QUIRKS
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
     from dualcog.prompts.render import VIDEO_MODES
-    from dualcog.tables.model import GROUP_ORDER
     from dualcog.switches import CONFIG_FAMILIES, FAMILY_SPELLINGS
+    from dualcog.tables.model import GROUP_ORDER
     from dualcog.tasks import REQUEST_KINDS
 
     schema = load_schema()

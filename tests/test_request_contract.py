@@ -227,9 +227,7 @@ def marked(prompts: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.workflow
 @pytest.mark.parametrize("spec", CASES, ids=[c["label"] for c in CASES])
-def test_every_demo_sample_posts_the_authors_body(
-    spec, demo_prompts, demo_store, tmp_path
-) -> None:
+def test_every_demo_sample_posts_the_authors_body(spec, demo_prompts, demo_store, tmp_path) -> None:
     prompts = marked(demo_prompts)
     with LoopbackServer(answer) as server:
         model = resolved(server.api_base, spec["name"], spec["route"], **spec["settings"])

@@ -182,9 +182,7 @@ def test_route_values_and_model_overrides(server) -> None:
     glm = resolved("GLM-4.6V-Instant")
     assert glm["rpm_limit"] == 120  # `${FIXTURE_GLM_RPM}` read at start-up
     assert glm["api_key"] == "${FIXTURE_CLOUD_KEY}"  # secrets stay references
-    plus = resolved(
-        "Qwen3.6-Plus-Thinking", rpm_limit=5, family="none", override_family=True
-    )
+    plus = resolved("Qwen3.6-Plus-Thinking", rpm_limit=5, family="none", override_family=True)
     assert plus["rpm_limit"] == 5 and plus["family"] == "none"
     assert plus["tpm_limit"] == 1000000 and plus["request_model"] == "qwen3.6-plus"
     # A model that names its own endpoint needs no route.

@@ -61,6 +61,7 @@ NUMERIC_FIELDS = (
 LOCAL_SOURCES = frozenset({"local", "vllm", "localhost"})
 ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
+
 def env_reference(value: Any) -> str | None:
     """The variable name of a value that is exactly `${VAR}`, else None."""
     if not isinstance(value, str):

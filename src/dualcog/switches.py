@@ -36,7 +36,9 @@ FAMILIES = (
 )
 # Families that send a `reasoning` object (OpenRouter style); `openrouter` is this project's
 # name for that form where the rules recognise no family (GPT, Muse Spark).
-REASONING_FAMILIES = frozenset({"claude", "xai", "gemini", "google", "kimi", "xiaomi", "openrouter"})
+REASONING_FAMILIES = frozenset(
+    {"claude", "xai", "gemini", "google", "kimi", "xiaomi", "openrouter"}
+)
 # What a configured `family:` may say: the authors' families, and the two provider forms the
 # rules otherwise reach only through a name (`dashscope`: the top-level `enable_thinking` of
 # Qwen Plus/Flash and Kimi K2.5; `openrouter`: the reasoning object), and `none` (no switch).

@@ -40,8 +40,8 @@ from typing import Any
 
 from dualcog.atomic import disk_full, is_disk_full
 from dualcog.config import answer_settings
-from dualcog.schemas import RECORD_FIELDS
 from dualcog.inference.locks import flock
+from dualcog.schemas import RECORD_FIELDS
 
 LOG = logging.getLogger(__name__)
 # One fsync per reply costs more CPU than the rest of writing it (benchmarks/

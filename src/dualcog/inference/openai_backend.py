@@ -297,7 +297,6 @@ class OpenAIRunner:
         reporter.finish()
         return [row for row in rows if row is not None]
 
-
     def prepare_videos(
         self, prompts: list[Mapping[str, Any]], samples: Mapping[str, Mapping[str, Any]]
     ) -> None:
