@@ -300,16 +300,39 @@ UNRECOGNISED = [
 
 @pytest.mark.parametrize(("name", "settings", "controls"), UNRECOGNISED)
 def test_configured_families_effort_and_thinking_high(name, settings, controls, tmp_path) -> None:
-    from dualcog.inference.request import request_body, request_settings
+    prompts = pd.DataFrame([{
+        "sample_id": "s", "task": "landmark_position", "request_key": "rk", "system_text": "S",
+        "user_text": "U", "media_keys": [], "media_kinds": [], "offered_option_ids": ["A"],
+    }])  # fmt: skip
+    with LoopbackServer(answer) as server:
+        model = resolved(server.api_base, name, split_mode(name)[0], **settings)
+        out = post_all(model, prompts, tmp_path, tmp_path / "cache")
+        (body,) = server.bodies
+    route = split_mode(name)[0]
+    expected = {
+        "model": f"m/{route}",
+        "messages": [{"role": "system", "content": "S"},
+                     {"role": "user", "content": [{"type": "text", "text": "U"}]}],
+        "temperature": 0.2,
+        "max_tokens": 2048,
+        **controls,
+    }  # fmt: skip
+    assert body == expected
+    assert out.request_sha256[0] == hashlib.sha256(server.raw_bodies[0]).hexdigest()
+    assert json.loads(out.request_switch[0])["body"] == controls
 
-    model = resolved("http://127.0.0.1:9/v1", name, split_mode(name)[0], **settings)
-    prompt = {"sample_id": "s", "task": "landmark_position", "system_text": "S", "user_text": "U"}
-    body = request_body(
-        {**prompt, "media_keys": [], "media_kinds": []}, request_settings(model), tmp_path
-    )
-    assert {
-        k: v for k, v in body.items() if k not in ("model", "messages", "temperature", "max_tokens")
-    } == controls
+
+def test_the_stamp_digests_the_set_of_request_records(tmp_path) -> None:
+    from dualcog.schemas import RESPONSES, write_table
+    from dualcog.stamp import request_set_digest
+
+    rows = {"sample_id": ["b", "a", "c"], "task": ["behavior"] * 3,
+            "request_sha256": ["2" * 64, "1" * 64, None]}  # fmt: skip
+    path = tmp_path / "behavior.parquet"
+    write_table(pd.DataFrame(rows), RESPONSES, path)  # the other columns null
+    lines = f"behavior\ta\t{'1' * 64}\nbehavior\tb\t{'2' * 64}\n"  # sorted; no record: left out
+    expected = hashlib.sha256(lines.encode()).hexdigest()[:16]
+    assert request_set_digest([path]) == {"requests": 2, "digest": expected}
 
 
 def test_contradictions_and_impossible_switches_are_refused_at_validation() -> None:
