@@ -145,6 +145,76 @@ def test_every_run_resolves_to_a_switch(paper) -> None:
             assert model["api_key"].startswith("${") and model["request_model"] == base
 
 
+OFF, ON = {"reasoning": {"enabled": False}}, {"reasoning": {"enabled": True}}
+LOW = {"reasoning": {"enabled": True, "effort": "low"}}
+HIGH = {"reasoning": {"enabled": True, "effort": "high"}}
+QWEN_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+DASH_OFF = {"enable_thinking": False}
+DISABLED = {"thinking": {"type": "disabled"}}
+INTERNVL_OFF = {"continue_final_message": True, "add_generation_prompt": False}
+# Each run's switch, read off the controls table of UPSTREAM_FORMAT §5 by hand (PROTOCOL §11.3
+# for effort; a family in parentheses is configured: no rule recognises the name).
+SWITCHES = {
+    "Claude-Opus-4.6-Thinking": LOW, "Claude-Opus-4.6-Thinking-High": HIGH,
+    "Claude-Opus-4.7-Thinking": LOW, "Claude-Opus-4.8-Thinking": LOW,
+    "Claude-Opus-4.8-Thinking-High": HIGH, "Claude-Sonnet-4.6-Instant": OFF,
+    "Gemini-3-Flash-Instant": OFF, "Gemini-3.1-Flash-Lite-Instant": OFF,
+    "Gemini-3.1-Pro-Preview-Thinking": LOW, "Gemini-3.8-Flash-Instant": OFF,
+    "GPT-5.3": {}, "GPT-5.4-Instant": OFF, "GPT-5.4-Thinking": ON,  # (openrouter)
+    "GPT-5.5-Instant": OFF, "GPT-5.5-Thinking": ON, "GPT-5.5-Thinking-High": HIGH,
+    "GPT-5.6-Sol-Instant": OFF, "GPT-5.6-Terra-Instant": OFF, "GPT-6-Astra-Instant": OFF,
+    "MiMo-V2-Omni-Instant": DISABLED, "MiMo-V2-Omni-Thinking": {},
+    "Muse-Spark-1.3-Contributor-Reasoning": {"reasoning": {"enabled": True, "effort": "minimal"}},
+    "Qwen3.5-Flash-Instant": DASH_OFF, "Qwen3.5-Plus-Instant": DASH_OFF,
+    "Qwen3.6-Flash-Instant": QWEN_OFF, "Qwen3.6-Plus-Instant": DASH_OFF,
+    "Qwen3.7-Plus-Instant": QWEN_OFF, "Qwen3.7-Plus-Thinking": {},
+    "claude-opus-4-5-20251101-fastai-Thinking": ON,
+    "claude-opus-4-5-20251101-fastai-Thinking-High": HIGH,
+    "mimo-v2-pro-Instant": DISABLED,  # (glm)
+    "Qwen3.5-4B-Instant": QWEN_OFF, "Qwen3.5-4B-Thinking": {},
+    "Qwen3.5-9B-Instant": QWEN_OFF, "Qwen3.5-9B-Thinking": {},
+    "Qwen3.5-27B-Instant": QWEN_OFF, "Qwen3.5-35B-A3B-Instant": QWEN_OFF,
+    "Qwen3.5-122B-A10B-Instant": QWEN_OFF, "Qwen3.5-397B-A17B-Instant": QWEN_OFF,
+    "Qwen3.6-27B-Instant": QWEN_OFF, "Qwen3.8-27B-Instant": QWEN_OFF,
+    "InternVL-3.5-4B-Instant": INTERNVL_OFF, "InternVL-3.5-4B-Thinking": {},
+    "InternVL-3.5-8B-Instant": INTERNVL_OFF, "InternVL-3.5-8B-Thinking": {},
+    "InternVL-3.5-14B-Instant": INTERNVL_OFF, "InternVL-3.5-30B-A3B-Instant": INTERNVL_OFF,
+    "InternVL-3.5-241B-A28B-Instant": INTERNVL_OFF,
+    "Intern-S1-Pro-Instant": {"thinking_mode": False},
+    "Kimi-K2.5-Instant": DASH_OFF, "Kimi-K2.6-Instant": DASH_OFF,  # (dashscope)
+    "GLM-4.5V-Instant": DISABLED, "GLM-4.6V-Instant": DISABLED,  # 4.5V: (glm)
+    "GLM-5.3-Flash-Instant": DISABLED, "MiMo-V2.5-Instant": DISABLED,  # (glm)
+    "MiMo-V2.5-Thinking": {},  # (glm)
+    "SpaceOm-Instant": QWEN_OFF, "SpaceR-Instant": QWEN_OFF,
+    "SpaceThinker-Qwen2.5VL-Instant": QWEN_OFF, "ViLaSR-Instant": QWEN_OFF,
+}  # fmt: skip
+
+
+def test_every_run_sends_the_switch_of_the_rules(paper) -> None:
+    assert {m["name"] for m in paper["models"]} == set(SWITCHES)
+    for model in paper["models"]:
+        settings = request_settings(model)
+        assert settings.extra_body == SWITCHES[model["name"]], model["name"]
+        internvl = model["name"].startswith("InternVL")
+        mode = split_mode(model["name"])[1]
+        assert settings.assistant_prefill == (
+            "<think>\n</think>" if internvl and mode == "Instant" else None
+        )
+        assert bool(settings.system_prefix) == (internvl and mode == "Thinking")
+
+
+def test_served_qwen_and_internvl_run_the_authors_example_server(paper) -> None:
+    example = ["--reasoning-parser", "qwen3", "--max-model-len", "32K", "--kv-cache-dtype", "fp8",
+               "--max-num-seqs", "8", "--max-num-batched-tokens", "16K",
+               "--enable-prefix-caching", "--tensor-parallel-size", "1",
+               "--gpu-memory-utilization", "0.90"]  # fmt: skip
+    served = [m for m in paper["models"] if "serve" in m]
+    ours = [m for m in served if m["name"].startswith(("Qwen3.5-", "InternVL-3.5-"))]
+    assert len(ours) == 9 and len(served) == 13
+    for model in ours:
+        assert model["serve"]["args"][: len(example)] == example, model["name"]
+
+
 @pytest.mark.workflow
 def test_dry_run_plans_the_full_paper_dag(tmp_path: Path) -> None:
     (tmp_path / "config").mkdir()
