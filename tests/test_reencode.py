@@ -15,9 +15,11 @@ import pytest
 from loopback_server import LoopbackServer, completion
 
 from dualcog.config import validate_config
+from dualcog.errors import DataError
 from dualcog.inference import media_path, run_model
 from dualcog.media.reencode import (
     VIDEO_SIZE_LIMIT,
+    NoEncoder,
     encoder_arguments,
     find_encoder,
     ladder,
@@ -82,7 +84,9 @@ def answer(body: dict, count: int) -> tuple:
     return 200, completion('{"answers":[]}'), {}
 
 
-def video_run(store: Path, big_video: Path, server: LoopbackServer, tmp_path: Path, name: str):
+def video_run(
+    store: Path, big_video: Path, server: LoopbackServer, tmp_path: Path, name: str, fps=10.0
+):
     path = media_path(store, KEY, "video")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(big_video.read_bytes())
@@ -91,7 +95,7 @@ def video_run(store: Path, big_video: Path, server: LoopbackServer, tmp_path: Pa
         "request_key": "rk-big", "system_text": "S\n", "user_text": "U",
         "media_keys": [KEY], "media_kinds": ["video"], "offered_option_ids": ["A"],
     }])  # fmt: skip
-    samples = pd.DataFrame([{"sample_id": prompts.sample_id[0], "frame_count": 301, "fps": 10.0}])
+    samples = pd.DataFrame([{"sample_id": prompts.sample_id[0], "frame_count": 301, "fps": fps}])
     config = {
         "data_root": "d",
         "routes": {"qwen3.5-plus": {"api_base": server.api_base, "api_key": "EMPTY"}},
@@ -157,9 +161,19 @@ def test_without_an_encoder_nothing_is_sent_and_the_samples_are_named(
 ) -> None:
     monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(tmp_path / "no-ffmpeg"))
     with LoopbackServer(answer) as server:
-        with pytest.raises(RuntimeError) as info:
+        with pytest.raises(NoEncoder) as info:
             video_run(tmp_path / "media", big_video, server, tmp_path, "Qwen3.5-Plus-Instant")
         assert server.bodies == []
     message = str(info.value)
     assert "no ffmpeg with libx264" in message and "nothing was sent" in message
     assert "env_7_m1_self_instance_recognition_joint_000001" in message
+
+
+def test_a_sample_without_its_duration_stops_the_job_naming_it(big_video, tmp_path) -> None:
+    with LoopbackServer(answer) as server:
+        with pytest.raises(DataError) as info:
+            video_run(tmp_path / "m", big_video, server, tmp_path, "Qwen3.5-Plus-Instant", None)
+        assert server.bodies == []
+    message = str(info.value)
+    assert "sample env_7_m1_self_instance_recognition_joint_000001" in message
+    assert "field 'frame_count, fps'" in message

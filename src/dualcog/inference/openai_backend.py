@@ -302,8 +302,14 @@ class OpenAIRunner:
     ) -> None:
         """Re-encode the videos over the size limit of a size-limited route (PROTOCOL §11.4)
         into the media store, once; raises, naming the samples, when there is no encoder."""
+        from dualcog.errors import DataError
         from dualcog.inference.media import media_path
-        from dualcog.media.reencode import VIDEO_SIZE_LIMIT, find_encoder, reencode_video
+        from dualcog.media.reencode import (
+            VIDEO_SIZE_LIMIT,
+            NoEncoder,
+            find_encoder,
+            reencode_video,
+        )
 
         if not self.settings.size_limited:
             return
@@ -320,10 +326,12 @@ class OpenAIRunner:
                 sample = samples.get(str(prompt["sample_id"])) or {}
                 frames, fps = sample.get("frame_count"), sample.get("fps")
                 if not frames or not fps:
-                    raise ValueError(
-                        f"sample {prompt['sample_id']}: its video is over {VIDEO_SIZE_LIMIT} "
-                        f"bytes and must be re-encoded for {self.settings.run_name}, which "
-                        "needs its frame_count and fps (no SAMPLES row has them)"
+                    raise DataError(
+                        f"its video is over {VIDEO_SIZE_LIMIT} bytes and must be re-encoded "
+                        f"for {self.settings.run_name}, which needs its duration; no SAMPLES "
+                        "row gives it",
+                        sample=str(prompt["sample_id"]),
+                        field="frame_count, fps",
                     )
                 large[str(key)] = (path, max(1.0, (int(frames) - 1) / float(fps)))
                 named.setdefault(str(key), []).append(str(prompt["sample_id"]))
@@ -332,7 +340,7 @@ class OpenAIRunner:
         encoder = find_encoder()
         if encoder is None:
             samples_text = ", ".join(sorted({s for ids in named.values() for s in ids}))
-            raise RuntimeError(
+            raise NoEncoder(
                 f"{self.settings.run_name}: {len(large)} video(s) over {VIDEO_SIZE_LIMIT} bytes "
                 f"must be re-encoded before they are sent (PROTOCOL §11.4), but no ffmpeg "
                 f"with libx264 was found (the imageio-ffmpeg package, or IMAGEIO_FFMPEG_EXE); "

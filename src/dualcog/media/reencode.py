@@ -25,6 +25,7 @@ from typing import Any
 
 from dualcog import atomic
 from dualcog.digests import file_digest
+from dualcog.errors import DataError, DualCogError
 
 VIDEO_SIZE_LIMIT = 9_500_000
 LADDER_VERSION = "reencode-v1"
@@ -32,8 +33,8 @@ LADDER_WIDTHS: tuple[int | None, ...] = (None, 576, 512, 448, 384)
 ENCODE_TIMEOUT_S = 900.0
 
 
-class NoEncoder(RuntimeError):
-    """No ffmpeg with libx264 to re-encode with."""
+class NoEncoder(DualCogError, RuntimeError):
+    """No ffmpeg with libx264 to re-encode with: the job stops before sending."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,10 @@ def reencode_video(
                 check=False,
             )
             if done.returncode != 0:
-                raise RuntimeError(
-                    f"ffmpeg failed re-encoding {source} (width {width}, {rate}k): "
-                    f"{done.stderr.strip()[-500:]}"
+                raise DataError(
+                    f"ffmpeg could not re-encode it (width {width}, {rate}k): "
+                    f"{done.stderr.strip()[-500:]}",
+                    file=str(source),
                 )
             size = attempt.stat().st_size
             if size <= VIDEO_SIZE_LIMIT:
