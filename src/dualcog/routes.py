@@ -30,6 +30,7 @@ from dualcog.switches import (
     SwitchError,
     authors_family,
     canonical_family,
+    effective_family,
     mode_switch,
     split_mode,
 )
@@ -217,7 +218,7 @@ def decide_family(model: Mapping[str, Any]) -> str | None:
     override = bool(model.get("override_family"))
     if override and configured is None:
         raise ConfigError(f"model {name}: override_family: true needs a `family:` to use")
-    family = configured if override or ruled is None else ruled
+    family, by_name = effective_family(base, configured, override)
     if ruled is not None and configured is not None and not override:
         # A configured family contradicts the rules when it would switch either mode
         # differently; an equivalent spelling (openrouter for claude) is accepted.
@@ -237,7 +238,7 @@ def decide_family(model: Mapping[str, Any]) -> str | None:
             f"authors' rules recognise none in {base!r}: set `family:` on the model"
         )
     try:
-        mode_switch(base, family, suffix, by_name=not override and ruled is not None)
+        mode_switch(base, family, suffix, by_name=by_name)
     except SwitchError as error:
         raise ConfigError(f"model {name}: {error}") from None
     return family

@@ -103,6 +103,15 @@ def canonical_family(family: Any) -> str | None:
     return FAMILY_SPELLINGS.get(str(family), str(family))
 
 
+def effective_family(base: str, configured: Any, override: bool) -> tuple[str | None, bool]:
+    """(family that switches the run, whether the rows on the base name apply): the rules'
+    family when they recognise `base` (unless `override`), else the configured one."""
+    ruled = authors_family(base)
+    if ruled is not None and not override:
+        return ruled, True
+    return canonical_family(configured), False
+
+
 @dataclass(frozen=True)
 class Switch:
     """What a run's mode adds to a request: body fields (the SDK's `extra_body`), an assistant

@@ -27,8 +27,7 @@ from dualcog.switches import (
     QWEN_SIZE_LIMITED,
     Switch,
     SwitchError,
-    authors_family,
-    canonical_family,
+    effective_family,
     internvl_system_text,
     mode_switch,
     split_mode,
@@ -111,7 +110,8 @@ def request_settings(model: Mapping[str, Any]) -> RequestSettings:
     run_name = str(model["name"])
     mode = split_mode(run_name)[1]
     base_name = route_key_of(model)
-    family = canonical_family(model.get("family"))
+    override = bool(model.get("override_family"))
+    family, by_name = effective_family(base_name, model.get("family"), override)
     if family is not None and family not in CONFIG_FAMILIES:
         raise ValueError(
             f"model {run_name!r}: unknown family {family!r} (one of {', '.join(CONFIG_FAMILIES)})"
@@ -121,7 +121,6 @@ def request_settings(model: Mapping[str, Any]) -> RequestSettings:
             f"model {run_name!r} has mode suffix -{mode} but no `family` to say how to "
             f"switch it (one of {', '.join(CONFIG_FAMILIES)})"
         )
-    by_name = not model.get("override_family") and authors_family(base_name) is not None
     effort = model.get("reasoning_effort") or ("low" if model.get("reasoning_only") else None)
     try:
         switch = mode_switch(
