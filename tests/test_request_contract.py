@@ -376,3 +376,66 @@ def test_configured_temperature_and_no_max_tokens_are_sent_and_recorded(tmp_path
     assert body["messages"][0] == {"role": "system", "content": "video system"}
     assert out.request_temperature[0] == 0.0 and pd.isna(out.request_max_tokens[0])
     assert out.request_sha256[0] == hashlib.sha256(server.raw_bodies[0]).hexdigest()
+
+
+FAMILY_RULES = [
+    # (base name, family): each of the twelve rules, their order, and names none matches
+    ("Intern-S1-Pro", "interns1"),
+    ("intern-s1-mini-internvl", "interns1"),  # rule 1 before rule 2
+    ("OpenGVLab/InternVL3_5-4B", "internvl"),
+    ("Pro/moonshotai/Kimi-K2.5", "qwen"),  # rule 3 before rule 10
+    ("pro_anything", "qwen"),
+    ("VST-7B-RL", "qwen"),
+    ("VST-7B-SFT", "qwen"),
+    ("SpaceThinker-Qwen2.5VL", "qwen"),
+    ("SpaceOm", "qwen"),
+    ("SpaceR", "qwen"),
+    ("LIVASR-7B", "qwen"),
+    ("ViLaSR-3B", "qwen"),
+    ("Qwen/Qwen3.5-397B-A17B", "qwen"),
+    ("anthropic/claude-opus-4.6", "claude"),
+    ("x-ai/grok-4.1-fast", "xai"),
+    ("Grok-4", "xai"),
+    ("x-aimodel", "xai"),
+    ("google/gemini-3-flash-preview", "gemini"),  # rule 8 before rule 9
+    ("google/gemma-3-27b-it", "google"),
+    ("google_gemma", "google"),
+    ("Googlebot-VL", "google"),
+    ("Kimi-K2.5", "kimi"),
+    ("moonshotai/kimi-k2.6", "kimi"),
+    ("GLM-4.6V", "glm"),
+    ("z-ai/glm-4.5v", "glm"),
+    ("MiMo-V2-Omni", "xiaomi"),
+    ("xiaomi/mimo-v2.5", "xiaomi"),
+    ("Kimi-K2.6", None),
+    ("MiMo-V2.5", None),
+    ("GLM-4.5V", None),
+    ("GLM-5.3-Flash", None),
+    ("GPT-5.5", None),
+    ("Muse-Spark-1.3-Contributor", None),
+    ("mimo-v2-pro", None),
+]
+
+
+@pytest.mark.parametrize(("base", "family"), FAMILY_RULES)
+def test_the_twelve_family_rules(base, family) -> None:
+    from dualcog.switches import authors_family
+
+    assert authors_family(base) == family
+
+
+@pytest.mark.parametrize(
+    ("run", "base", "suffix"),
+    [
+        ("Qwen3.5-9B-Instant", "Qwen3.5-9B", "Instant"),
+        ("GPT-5.5-Thinking-High", "GPT-5.5", "Thinking-High"),
+        ("Claude-Opus-4.8-Thinking", "Claude-Opus-4.8", "Thinking"),
+        ("Qwen3.5-Plus-Reasoning", "Qwen3.5-Plus", "Reasoning"),
+        ("GPT-5.3", "GPT-5.3", None),
+        ("Model-High", "Model-High", None),
+        ("X-Instant-High", "X-Instant-High", None),
+        ("A-Thinking-Thinking", "A-Thinking", "Thinking"),
+    ],
+)
+def test_run_name_suffixes(run, base, suffix) -> None:
+    assert split_mode(run) == (base, suffix)
