@@ -60,9 +60,14 @@ class SwitchError(ValueError):
 
 
 def split_mode(run_name: str) -> tuple[str, str | None]:
-    """(base name, suffix) of a run name; suffix None when it has none."""
-    match = MODE_SUFFIX.match(run_name)
-    return (run_name, None) if match is None else (match.group(1), match.group(2))
+    """(base name, suffix) of a run name; suffix None when it has none. A repeat
+    (`<run>~r2`, dualcog.repeats) has its run's."""
+    from dualcog.repeats import split_repeat_name  # here: it loads the backend registry
+
+    split = split_repeat_name(run_name)
+    name = split[0] if split else run_name
+    match = MODE_SUFFIX.match(name)
+    return (name, None) if match is None else (match.group(1), match.group(2))
 
 
 def authors_family(base: str) -> str | None:

@@ -12,8 +12,10 @@ from dualcog.errors import ConfigError
 
 
 def comparison_pairs(config: Mapping) -> list[tuple[str, str]]:
-    """The configured `compare` entries, checked against the configured models."""
+    """The configured `compare` entries, checked against the configured models; a repeat
+    set is named as configured (its runs are compared as one, dualcog.stats.compare)."""
     names = {m["name"] for m in config["models"]}
+    names |= {m["repeat_of"] for m in config["models"] if m.get("repeat_of")}
     pairs = []
     for entry in config.get("compare") or []:
         model_a, model_b = entry
