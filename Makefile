@@ -55,9 +55,15 @@ demo: $(VENV)/.installed $(VENV)/.compiled
 	$(BIN)/snakemake --cores $(CORES)
 	@echo "Tables: results/tables/ (image_main, video_main, audit, audit_gains, overall, usage); page: results/leaderboard.html"
 
-# The Snakemake report of the demo's results (tables, leaderboard, plots with captions).
+# The Snakemake report of one config's results (tables, leaderboard, plots with captions):
+# the demo's, or `make report CONFIG=my.yaml`. Its run first (nothing to do when it is up to
+# date), so that every file the report shows is this config's (docs/artifacts.md).
+CONFIG ?=
+CONFIG_ARGS := $(if $(CONFIG),--configfile $(CONFIG))
+REPORT ?= report.html
 report: $(VENV)/.installed $(VENV)/.compiled
-	$(BIN)/snakemake --cores $(CORES) --report report.html
+	$(BIN)/snakemake --cores $(CORES) $(CONFIG_ARGS)
+	$(BIN)/snakemake --cores $(CORES) $(CONFIG_ARGS) --report $(REPORT)
 
 # Three pytest-xdist workers on two cores (many tests wait on SLURM, servers or subprocesses:
 # a third worker fills those waits), one test file at a time each, so a module's shared run is

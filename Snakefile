@@ -30,6 +30,13 @@ include: "rules/explorer.smk"
 include: "rules/integrations.smk"
 
 
+# A report shows one config's run only: refused when results/ were written by another config.
+from dualcog.outputs import check_report_config, report_requested
+
+if report_requested(sys.argv):
+    check_report_config(Path("results/stamp.json"), MODELS, CONFIG_SOURCE)
+
+
 rule all:
     default_target: True
     input:
@@ -38,10 +45,15 @@ rule all:
 
 # Local runs: no job-start throttle (it costs minutes of scheduler CPU at the paper's scale).
 # A served model's vLLM is checked here, before any job, where its server starts here.
+# Outputs a person reads that this config does not make (an earlier config's) are removed.
 onstart:
+    from dualcog.outputs import remove_foreign_outputs, removed_text
     from dualcog.preflight import require_servers
     from dualcog.scheduling import lift_local_start_limit
 
+    removed = remove_foreign_outputs(Path("results"), all_outputs())
+    if removed:
+        print(removed_text(removed), file=sys.stderr)
     if servers_start_here():
         require_servers(config, CONFIG_SOURCE)
     lift_local_start_limit(workflow)
@@ -56,7 +68,7 @@ onsuccess:
     from dualcog.usage import run_usage_lines
 
     print_run_summary(config)
-    print_final_summary(config)
+    print_final_summary(config, tables=table_outputs())
     for line in run_usage_lines(config):  # requests, tokens and dollars per model
         print(line, file=sys.stderr)
 

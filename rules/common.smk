@@ -232,6 +232,17 @@ def all_replay_sources():
     return sorted({p for m in config["models"] for p in model_entry(m)["replay"]})
 
 
+def sent_responses():
+    """The RESPONSES files of the runs that post requests: the stamp digests their request
+    records (PROTOCOL §11.5)."""
+    return [
+        f"results/responses/{m['name']}/{task}.parquet"
+        for m in config["models"]
+        if backend_of(m).calls_api
+        for task in model_tasks(config, m)
+    ]
+
+
 def stamp_models(names=None):
     """Per-model stamp entries (answer-settings digest, bbox_scale, replay files)."""
     return {

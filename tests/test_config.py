@@ -33,7 +33,7 @@ def test_shipped_config_is_valid() -> None:
 def test_defaults_filled() -> None:
     config = validate_config(_config())
     model = config["models"][0]
-    assert model["temperature"] == 0.0 and model["max_tokens"] == 2048
+    assert model["temperature"] == 0.2 and model["max_tokens"] == 2048  # PROTOCOL §11.1
     assert config["tasks"][0] == "landmark_position"
     assert model_tasks(config, model) == config["tasks"]
 
@@ -143,9 +143,9 @@ def test_display_name_refuses_markup(name) -> None:
 def test_schema_enums_are_the_codes_constants() -> None:
     from dualcog.backends import BACKEND_NAMES
     from dualcog.inference.offline import SIMULATED_QUIRKS
-    from dualcog.inference.request import FAMILY_MODE_BODIES
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
     from dualcog.prompts.render import VIDEO_MODES
+    from dualcog.switches import CONFIG_FAMILIES, FAMILY_SPELLINGS
     from dualcog.tables.model import GROUP_ORDER
     from dualcog.tasks import REQUEST_KINDS
 
@@ -160,7 +160,7 @@ def test_schema_enums_are_the_codes_constants() -> None:
     assert model["bbox_scale"]["enum"] == list(CONFIGURABLE_SCALES)
     assert model["group"]["enum"] == list(GROUP_ORDER)
     assert set(model["quirks"]["items"]["enum"]) == set(SIMULATED_QUIRKS)
-    assert set(model["family"]["enum"]) == set(FAMILY_MODE_BODIES)
+    assert set(model["family"]["enum"]) == {*CONFIG_FAMILIES, *FAMILY_SPELLINGS}
 
 
 def test_the_schema_reads_the_same_with_either_yaml_loader() -> None:
@@ -186,7 +186,7 @@ def test_defaults_come_from_the_schema() -> None:
         "video_url",
         16,
     )
-    assert (model["temperature"], model["max_tokens"], model["seed"]) == (0.0, 2048, 0)
+    assert (model["temperature"], model["max_tokens"], model["seed"]) == (0.2, 2048, 0)
     partial = validate_config({**_config(), "media": {"max_width": 320}})["media"]
     assert (partial["max_width"], partial["max_height"]) == (320, 480)
 

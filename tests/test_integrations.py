@@ -439,7 +439,7 @@ def test_stamp_details_carry_request_digests() -> None:
         "git": {"commit": "a" * 40, "dirty": False},
         "protocol_revision": "2.3",
         "stage_versions": {},
-        "models": {"m": {"digest": "d1", "request_digests": {"behavior": "r1"}}},
+        "models": {"m": {"digest": "d1", "request_set": {"requests": 7, "digest": "r1"}}},
         "data": {"digest": "dd"},
         "release": {"commit": "c" * 40},
         "created": "2026-01-01T00:00:00Z",
@@ -448,7 +448,10 @@ def test_stamp_details_carry_request_digests() -> None:
     assert details["git_commit"] == "a" * 12
     assert details["data_revision"] == "c" * 40
     assert details["settings_digest"] == "d1"
-    assert json.loads(details["request_digests"]) == {"behavior": "r1"}
+    assert (details["request_set_digest"], details["requests_posted"]) == ("r1", "7")
+    assert stamp_details({**stamp, "models": {"m": {"digest": "d1"}}}, "m")[
+        "request_set_digest"
+    ] == ("none (no request posted)")
     assert details["dualcog_stamp_digest"] == stamp_digest(stamp)
     assert all(isinstance(v, str) for v in details.values())
 

@@ -232,6 +232,9 @@ class BatchJob:
         self.task = task
         self.secrets = runner.secrets
         self.pending: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        # custom id -> the record of the body this process put in an input file (§11.5); a
+        # result collected for a file another process wrote carries none.
+        self.records: dict[str, dict[str, Any]] = {}
         # Spending limits: each request in a batch holds its estimate until its result is in
         # the cache (the model's cache folder is the records folder's parent).
         self.limit = SpendLimit(runner.model, folder.parent, task)
@@ -258,6 +261,7 @@ class BatchJob:
             self.writer.put(key, sample_id, {field: fields.get(field) for field in CACHED_FIELDS})
             return
         index, prompt = entry
+        fields = {**fields, **self.records.pop(cid, {})}
         row = response_row(prompt, self.runner.settings.run_name, "openai", **fields)
         self.rows[index] = row
         self.writer.put(key, sample_id, row)
@@ -411,7 +415,7 @@ class BatchJob:
         try:
             for cid, prompt in items:
                 body = encode_request_body(
-                    request_body(prompt, runner.settings, runner.media_store)
+                    request_body(runner.outgoing(prompt)[0], runner.settings, runner.media_store)
                 )
                 line = b"".join((
                     b'{"custom_id": ', json.dumps(cid).encode(),
@@ -425,6 +429,7 @@ class BatchJob:
                         "this model without `batch`",
                     ))  # fmt: skip
                     continue
+                self.records[cid] = runner.sent_record(prompt, body)  # what the line holds
                 full = len(ids) >= self.settings.max_requests
                 if handle is not None and (full or size + len(line) > self.settings.max_bytes):
                     handle.flush()

@@ -41,6 +41,7 @@ from typing import Any
 from dualcog.atomic import disk_full, is_disk_full
 from dualcog.config import answer_settings
 from dualcog.inference.locks import flock
+from dualcog.schemas import RECORD_FIELDS
 
 LOG = logging.getLogger(__name__)
 # One fsync per reply costs more CPU than the rest of writing it (benchmarks/
@@ -61,6 +62,8 @@ CACHED_FIELDS = (
     "finish_reason",
     "cached_tokens",
     "refusal",
+    # the record of what was sent (PROTOCOL §11.5): a cached answer keeps its request's
+    *RECORD_FIELDS,
 )
 
 

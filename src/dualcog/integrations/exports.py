@@ -6,8 +6,8 @@
   in that datastore's layout `data/<benchmark>/<developer>/<model>/<uuid>[_samples].{json,jsonl}`.
 
 Each carries the run's stamp: its digest, git commit, protocol revision, data digest and
-release revision, and the model's settings digest (plus its request digests where the stamp
-has them). Values are fractions in [0, 1], as in `metrics.parquet`: the compatible parse,
+release revision, the model's settings digest and the digest of the request bodies it posted
+(each instance row: its own request's SHA-256). Values are fractions in [0, 1], as in `metrics.parquet`: the compatible parse,
 stratum `all` (the paper's headline cells; docs/protocol.md §9). Pure functions over rows:
 the `exports` rule reads and writes the files.
 """
@@ -61,11 +61,14 @@ def stamp_details(stamp: Mapping[str, Any], model: str) -> dict[str, str]:
         "stage_versions": json.dumps(stamp.get("stage_versions", {}), sort_keys=True),
         "stamp_created": str(stamp.get("created")),
     }
-    # Request digests, where the stamp records them (one per request kind or one in all).
-    for key in ("request_digest", "request_digests"):
-        if entry.get(key) is not None:
-            value = entry[key]
-            details[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    # The digest of the request bodies the run posted (dualcog.stamp.request_set_digest);
+    # replayed and built-in runs post none.
+    request_set = entry.get("request_set")
+    if request_set:
+        details["request_set_digest"] = str(request_set.get("digest"))
+        details["requests_posted"] = str(request_set.get("requests"))
+    else:
+        details["request_set_digest"] = "none (no request posted)"
     return details
 
 
@@ -318,6 +321,11 @@ def eee_instances(
                 "evaluation": {"score": score, "is_correct": correct},
                 "error": response.get("error_type"),
                 "metadata": {
+                    **(
+                        {"request_sha256": str(response["request_sha256"])}
+                        if response.get("request_sha256")
+                        else {}
+                    ),
                     "run_name": name,
                     "task": row["task"],
                     "difficulty": str(row.get("difficulty")),

@@ -20,7 +20,16 @@ import pandas as pd
 from dualcog.backends import declared
 from dualcog.scoring.dual import FAMILY_SIDES
 from dualcog.tables.build import build_audit, build_main, model_rows
-from dualcog.tables.cells import COVERAGE_HEADER, DASH, Cell, Grid, grid, legend_lines, stamp_items
+from dualcog.tables.cells import (
+    COVERAGE_HEADER,
+    DAGGER,
+    DASH,
+    Cell,
+    Grid,
+    grid,
+    legend_lines,
+    stamp_items,
+)
 from dualcog.tables.coverage import coverage_from_metrics, member_tasks
 from dualcog.tables.html import cell_classes, header_rows
 from dualcog.tables.inputs import TableInputs
@@ -244,9 +253,16 @@ def _table_model(variant: Variant, context: PageContext, badges: Mapping[str, li
         "width": len(layout.headers),
         "model_index": layout.headers.index("Model"),
         "blocks": blocks,
-        "legend": legend_lines(variant.table, layout),
+        "legend": [
+            line.replace(f"{DAGGER}: computed", f"{CORNER_MARK}: computed")
+            for line in legend_lines(variant.table, layout)
+        ],  # fmt: skip
         "grouped": variant.table.grouped,
     }
+
+
+# How the page marks a value short of samples (leaderboard.css): a corner, not a dagger.
+CORNER_MARK = "A value with an orange corner (a dagger in the other formats)"
 
 
 # A display name with this word already says that the run is replayed.
