@@ -27,6 +27,7 @@ import yaml
 from demo_fixtures import CHATTY, DEMO, PERMILLE, copy_run
 from workflow_runner import REPO, run_snakemake
 
+from dualcog.inference.request import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from dualcog.ingest import ingest_rows
 from dualcog.integrations.evaluation import metric_values
 from dualcog.stamp import read_stamp, stamp_digest
@@ -136,8 +137,10 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
     for sample in uav_dualcog(**args).dataset:
         by_request.setdefault(request_of(sample.input), run["answers"][sample.id])
 
+    sent = set()
+
     def answer(messages, tools, tool_choice, config):
-        assert config.temperature == 0.0 and config.max_tokens == 2048  # §11 defaults
+        sent.add((config.temperature, config.max_tokens))
         text = by_request[request_of(messages)]
         if text is None:
             raise RuntimeError("the provider failed")
@@ -154,6 +157,7 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
         display="none",
     )
     assert log.status == "success", log.error
+    assert sent == {(DEFAULT_TEMPERATURE, DEFAULT_MAX_TOKENS)}  # our request defaults
     # The failed request is scored as unanswered, as the workflow's error row is.
     (failed,) = [s for s in log.samples if next(iter(s.scores.values())).metadata["error_type"]]
     assert next(iter(failed.scores.values())).metadata["error_message"] == "the provider failed"

@@ -7,9 +7,9 @@
 
 Each carries the run's stamp: its digest, git commit, protocol revision, data digest and
 release revision, the model's settings digest and the digest of the request bodies it posted
-(each instance row: its own request's SHA-256). Values are fractions in [0, 1], as in `metrics.parquet`: the compatible parse,
-stratum `all` (the paper's headline cells; docs/protocol.md §9). Pure functions over rows:
-the `exports` rule reads and writes the files.
+(each instance row: its own request's SHA-256). Values are fractions in [0, 1], as in
+`metrics.parquet`: the compatible parse, stratum `all` (the paper's headline cells;
+docs/protocol.md §9). Pure functions over rows: the `exports` rule reads and writes the files.
 """
 
 from __future__ import annotations

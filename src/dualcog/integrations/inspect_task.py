@@ -140,26 +140,29 @@ def prompt_rows(
     return prompts
 
 
+def _content(content: str | Sequence[Mapping[str, Any]]) -> str | list[Any]:
+    """A message's content as inspect's: a string, or its blocks in order."""
+    if isinstance(content, str):
+        return content
+    blocks: list[Any] = []
+    for block in content:
+        if block["type"] == "text":
+            blocks.append(ContentText(text=block["text"]))
+        elif block["type"] == "image_url":
+            blocks.append(ContentImage(image=block["image_url"]["url"]))
+        else:
+            blocks.append(ContentVideo(video=block["video_url"]["url"], format="mp4"))
+    return blocks
+
+
 def chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[ChatMessage]:
     """Our request messages (`build_messages`, media given as store paths) as inspect's."""
-    out: list[ChatMessage] = []
-    for message in messages:
-        role, content = message["role"], message["content"]
-        if role == "system":
-            out.append(ChatMessageSystem(content=content))
-        elif role == "assistant":
-            out.append(ChatMessageAssistant(content=content))
-        else:
-            blocks: list[Any] = []
-            for block in content:
-                if block["type"] == "text":
-                    blocks.append(ContentText(text=block["text"]))
-                elif block["type"] == "image_url":
-                    blocks.append(ContentImage(image=block["image_url"]["url"]))
-                else:
-                    blocks.append(ContentVideo(video=block["video_url"]["url"], format="mp4"))
-            out.append(ChatMessageUser(content=blocks))
-    return out
+    kinds = {
+        "system": ChatMessageSystem,
+        "user": ChatMessageUser,
+        "assistant": ChatMessageAssistant,
+    }
+    return [kinds[m["role"]](content=_content(m["content"])) for m in messages]
 
 
 def model_settings(
