@@ -237,3 +237,40 @@ print("openai" in sys.modules, "httpx2" in sys.modules)
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_spend_limits_hold_through_kill_9_at_five_random_points(work):
+    """A request in flight at a `kill -9` may have been billed: it counts against the limits
+    at its reservation (the lost ledger), so the server never bills past either limit."""
+    import random
+
+    billed = {"tokens": 0, "cost": 0.0}
+    prices = {"input": 10.0, "output": 30.0}
+    each_cost = (11 * 10.0 + 7 * 30.0) / 1e6  # completion(): 11 prompt, 7 completion tokens
+
+    def billing(body: dict, count: int) -> Reply:
+        with lock:  # billed on arrival: the provider charges whether or not the answer lands
+            billed["tokens"] += 18
+            billed["cost"] += each_cost
+        time.sleep(0.15)
+        return echo_reply(body, count)
+
+    lock = threading.Lock()
+    seed = random.randrange(1 << 30)
+    pick = random.Random(seed)
+    with LoopbackServer(billing) as server:
+        model = base_model(server, token_limit=400, cost_limit=0.0085, prices=prices,
+                           estimated_tokens_per_request=18)  # fmt: skip
+        write_inputs(work, model, 40)
+        for _ in range(5):
+            process = child(work)
+            time.sleep(pick.uniform(0.3, 1.6))  # imports take part of it: any point of a run
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        process = child(work)
+        process.communicate(timeout=120)
+        lost = work / "cache" / "shared-vlm" / ".budget" / "lost.jsonl"
+        note = f"seed {seed}, {server.requests} requests, lost ledger: {lost.exists()}"
+        assert billed["tokens"] <= 400, note
+        assert billed["cost"] <= 0.0085 + 1e-12, note
+        assert server.requests >= 10, note  # the limits, not the kills, stopped the sending
