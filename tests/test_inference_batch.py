@@ -195,6 +195,44 @@ def test_unreadable_output_lines_are_skipped_with_a_warning(media_store, tmp_pat
     ]  # fmt: skip
 
 
+def test_duplicate_and_conflicting_result_lines_never_drop_an_ok_answer(
+    media_store, tmp_path, caplog
+):
+    """s0 answered twice (the first ok line stands), s1 answered and also in the error file
+    (the answer stands, not paid for again), s2 failed twice (an error row): each duplicate
+    is a warning naming both lines, and the batch's summary counts them."""
+
+    def rewrite(output: list, errors: list) -> tuple[list, list]:
+        first, second = output[0], output[1]
+        other = json.loads(json.dumps(first))
+        other["response"]["body"]["choices"][0]["message"]["content"] = "a later answer"
+        failed = {"custom_id": second["custom_id"], "response": None,
+                  "error": {"code": "server_error", "message": "lost"}}  # fmt: skip
+        failed2 = {**failed, "custom_id": output[2]["custom_id"]}
+        return [first, other, second], [failed, failed2, failed2]
+
+    with BatchServer() as server:
+        server.rewrite = rewrite
+        model = batch_model(server)
+        out = run(model, make_prompts(3), media_store, tmp_path)
+        assert list(out.status) == ["ok", "ok", "error"]
+        assert "a later answer" not in out.raw_text[0] and "lost" in out.error_message[2]
+        warned = [r.getMessage() for r in caplog.records if " again at " in r.getMessage()]
+        assert [w.split(": custom_id ")[1].split(" ", 1)[1] for w in warned] == [
+            "again at output_file_id line 2 (first at output_file_id line 1); kept: "
+            "output_file_id line 1",
+            "again at error_file_id line 1 (first at output_file_id line 3); kept: "
+            "output_file_id line 3",
+            "again at error_file_id line 3 (first at error_file_id line 2); kept: "
+            "error_file_id line 2",
+        ]
+        assert any("3 duplicate result lines" in r.getMessage() for r in caplog.records)
+        server.rewrite = None
+        again = run(model, make_prompts(3), media_store, tmp_path)  # only s2 goes again
+        assert list(again.status) == ["ok", "ok", "ok"]
+        assert sent_ids(server.inputs[-1]) == ["s002"]
+
+
 def test_a_kill_between_create_and_record_finds_the_created_batch(
     media_store, tmp_path, monkeypatch
 ):

@@ -303,6 +303,8 @@ class BatchJob:
         """Every request of an ended batch -> a row in the cache; then the record goes."""
         batch_id = str(batch["id"])
         results: dict[str, dict[str, Any]] = {}
+        seen: dict[str, str] = {}  # custom_id -> where its kept line is
+        duplicates = 0
         wanted = set(record.custom_ids)
         for field in ("output_file_id", "error_file_id"):
             if not batch.get(field):
@@ -319,7 +321,19 @@ class BatchJob:
                         LOG.warning("batch %s: %s line %d unreadable, skipped", batch_id,
                                     field, number)  # fmt: skip
                     continue
-                results[cid] = self._line_fields(batch_id, item)  # type: ignore[arg-type]
+                fields = self._line_fields(batch_id, item)  # type: ignore[arg-type]
+                where = f"{field} line {number}"
+                if cid in results:
+                    # A custom_id answered twice: an ok answer is never dropped (the first ok
+                    # line wins; an error line only stands where no line is ok).
+                    duplicates += 1
+                    replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
+                    LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
+                                batch_id, cid, where, seen[cid],
+                                where if replace else seen[cid])  # fmt: skip
+                    if not replace:
+                        continue
+                results[cid], seen[cid] = fields, where
         status = str(batch.get("status"))
         missing = self._error_fields(
             MISSING_ERROR_TYPE.get(status, "bad_response"),
@@ -331,8 +345,13 @@ class BatchJob:
         self.writer.sync()  # the rows are on disk before the record goes
         self.limit.settle(self._held(record.custom_ids))  # their usage is in the cache now
         record.remove()
+        again = ""
+        if duplicates:
+            again = f", {duplicates} duplicate result lines (see the warnings)"
+            LOG.warning("batch %s: %d duplicate result lines; no ok answer dropped (docs/"
+                        "failures.md)", batch_id, duplicates)  # fmt: skip
         self.reporter.message(
-            f"batch {batch_id} {status}: {_counts_text(batch)}, "
+            f"batch {batch_id} {status}: {_counts_text(batch)}{again}, "
             f"elapsed {format_duration(time.monotonic() - self.started)}"
         )
 
