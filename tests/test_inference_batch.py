@@ -102,6 +102,37 @@ def wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+STEP = """
+import signal, sys
+from types import SimpleNamespace
+from dualcog.runtime import run_step
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job
+job = SimpleNamespace(log=[sys.argv[1] + "/job.log"], rule="infer")
+run_step(job, lambda sm: exec(sys.argv[2]))
+"""
+
+
+@pytest.mark.integration
+def test_ctrl_c_while_a_batch_never_ends_says_in_one_line_what_is_pending(media_store, tmp_path):
+    make_prompts(3).to_parquet(tmp_path / "prompts.parquet")
+    with BatchServer() as server:
+        (tmp_path / "model.json").write_text(json.dumps(batch_model(server, api_key="EMPTY")))
+        server.hold.set()  # the batch never ends
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        process = subprocess.Popen(
+            [sys.executable, "-c", STEP, str(tmp_path), CHILD],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        wait_for(lambda: server.retrieves >= 2, "the child to poll its batch")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    lines = err.decode().strip().splitlines()
+    assert process.returncode == 1 and len(lines) == 1, err.decode()
+    assert f"interrupted: batch {server.order[0]} (3 requests) still pending" in lines[0]
+    assert "run the same command again to collect the answers" in lines[0]
+    assert len(records(tmp_path / "cache")) == 1
+
+
 @pytest.mark.integration
 def test_kill_9_while_pending_resumes_the_same_batch(media_store, tmp_path):
     prompts = make_prompts(8)

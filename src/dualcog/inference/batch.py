@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
+from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
@@ -56,6 +57,11 @@ POLL_GROWTH = 1.5  # the poll interval grows by this while a batch's counts stay
 MISSING_ERROR_TYPE = {"expired": "timeout"}
 # A request larger than a whole batch file: sending it again cannot help (not transient).
 TOO_LARGE = "too_large"
+
+
+class BatchPending(DualCogError):
+    """Ctrl-C while batches are pending at the provider: they go on there, and their records
+    let the same command collect them later (the job's one line says so)."""
 
 
 @dataclass(frozen=True)
@@ -647,6 +653,17 @@ class BatchJob:
                 if record is not None:
                     records.append(record)
             self._poll(records)
+        except KeyboardInterrupt:
+            pending = [r for r in records if r.batch_id is not None]
+            if not pending:
+                raise
+            ids = ", ".join(str(r.batch_id) for r in pending)
+            count = sum(len(r.custom_ids) for r in pending)
+            raise BatchPending(
+                f"interrupted: batch {ids} ({count} requests) still pending at the provider, "
+                f"recorded in {self.folder}; run the same command again to collect the answers "
+                "(nothing is sent twice)"
+            ) from None
         finally:
             for record in records:
                 record.close()
