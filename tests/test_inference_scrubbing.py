@@ -61,6 +61,16 @@ def test_each_encoding_of_the_key_is_scrubbed(form):
         assert leak not in text, (form, text)
 
 
+@pytest.mark.parametrize(
+    "key", ["sk-proj-AbCdEf0123456789xY+/w==", "AbCdEfGh1234567890Ij+", "aB+/cDeFgH12345678kl/"]
+)
+@pytest.mark.parametrize("gap", ["…", "...", "****"])
+def test_a_masked_key_ending_or_starting_in_base64_characters_is_scrubbed(key, gap):
+    for head, tail in ((8, 4), (4, 4), (8, 2)):
+        text = scrub(f'{{"error": "Incorrect API key: {key[:head]}{gap}{key[-tail:]}."}}', [key])
+        assert text == '{"error": "Incorrect API key: ***."}', (head, tail, text)
+
+
 def test_other_text_is_left_alone():
     text = 'a sk-zzz…qqq of someone else, "aGVsbG8gd29ybGQ=" and 100% of 50%20 ...'
     assert scrub(text, [KEY]) == text
