@@ -221,6 +221,48 @@ def test_an_impostor_on_the_port_gets_no_request_and_a_clear_error(tmp_path, mon
     assert all(not alive(pid) and not alive(worker) for pid, worker in started(starts))
 
 
+@pytest.mark.parametrize("answer", ["huge", "short"])
+def test_a_models_listing_of_a_gigabyte_or_cut_short_is_capped_and_named(tmp_path, answer):
+    """GET /v1/models with the key answers 1 GiB (streamed: at most the cap is read) or
+    promises more than it sends: a clear identity error, no hang, no uncaught exception."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            if "Authorization" not in self.headers:
+                self.send_response(401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 30 if answer == "huge" else 1000))
+            self.end_headers()
+            if answer == "short":
+                self.wfile.write(b'{"data": [')
+                return  # the connection closes 990 bytes short
+            chunk = b" " * 65536
+            with contextlib.suppress(OSError):
+                for _ in range((1 << 30) // len(chunk)):
+                    self.wfile.write(chunk)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    listener.daemon_threads = True
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    server = ManagedServer(serve_spec(fake_model(tmp_path / "s.txt")), tmp_path / "s.log")
+    server.port, server.api_key = listener.server_address[1], "k" * 16
+    try:
+        with pytest.raises(ServeError) as info:
+            server.check_identity()
+    finally:
+        listener.shutdown()
+        listener.server_close()
+    expected = {"huge": "a reply over 1024 KiB, not read", "short": "cut short: 10 of 1000 bytes"}
+    expected = expected[answer]
+    assert expected in str(info.value) and "401 without its per-launch key" in str(info.value)
+
+
 def test_identity_needs_401_without_the_key_and_the_served_name(tmp_path, monkeypatch):
     """A real vLLM-like server on the port but started without our key is refused too."""
     starts = tmp_path / "other.txt"

@@ -232,6 +232,7 @@ def kill_group(group: int, grace_s: float) -> None:
 
 
 SERVER_ID_VARIABLE = "DUALCOG_SERVER_ID"
+MODELS_REPLY_LIMIT = 1 << 20  # bytes of a /v1/models answer read: a listing is far smaller
 ORPHAN_GRACE_S = 5.0  # an orphan serves nobody: a short SIGTERM grace before SIGKILL
 
 
@@ -502,40 +503,49 @@ class ManagedServer:
                 )
             time.sleep(self.poll_s)
 
-    def _models_status(self, with_key: bool) -> tuple[int, Any]:
+    def _models_status(self, with_key: bool) -> tuple[int, Any, str]:
+        """Status, parsed listing and what went wrong reading GET /v1/models (untrusted: at
+        most MODELS_REPLY_LIMIT bytes are read)."""
         request = urllib.request.Request(f"http://{self.spec.host}:{self.port}/v1/models")
         if with_key:
             request.add_header("Authorization", f"Bearer {self.api_key}")
         try:
             with urllib.request.urlopen(request, timeout=10) as reply:
-                body = reply.read()
+                body = reply.read(MODELS_REPLY_LIMIT + 1)
                 status = reply.status
+                promised = reply.length  # what the Content-Length still owes, if any
         except urllib.error.HTTPError as error:
-            return error.code, None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as error:
-            return 0, type(error).__name__
+            return error.code, None, ""
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
+            # IncompleteRead (a short read), a connection reset, a timeout, a garbled header
+            return 0, None, f"{type(error).__name__} reading the reply"
+        if len(body) > MODELS_REPLY_LIMIT:
+            return status, None, f"a reply over {MODELS_REPLY_LIMIT // 1024} KiB, not read"
+        if promised:
+            return status, None, f"a reply cut short: {len(body)} of {len(body) + promised} bytes"
         try:
-            return status, json.loads(body)
-        except ValueError:
-            return status, None
+            return status, json.loads(body), ""
+        except (ValueError, RecursionError):
+            return status, None, "a reply that is not JSON"
 
     def check_identity(self) -> None:
         """Fail unless the listener on our port is the server this job started (module doc)."""
         self.check_alive()
-        without_status, _ = self._models_status(with_key=False)
-        with_status, listing = self._models_status(with_key=True)
+        without_status, _, _ = self._models_status(with_key=False)
+        with_status, listing, problem = self._models_status(with_key=True)
         names = []
         if isinstance(listing, dict) and isinstance(listing.get("data"), list):
             names = [m.get("id") for m in listing["data"] if isinstance(m, dict)]
         self.check_alive()
         if without_status == 401 and with_status == 200 and self.spec.served_name in names:
             return
+        problem = f" ({problem})" if problem else ""
         raise ServeError(
             f"{self.label}: port {self.port} on {self.spec.host} answers /health, but not as "
             f"the server this job started (GET /v1/models: {without_status} without its "
-            f"per-launch key, {with_status} with it, models {names}; expected 401, 200 and "
-            f"{self.spec.served_name!r}). Another program listens on port {self.port}: stop it "
-            "(`ss -ltnp` names it) and rerun; no request was sent"
+            f"per-launch key, {with_status} with it{problem}, models {names[:5]}; expected "
+            f"401, 200 and {self.spec.served_name!r}). Another program listens on port "
+            f"{self.port}: stop it (`ss -ltnp` names it) and rerun; no request was sent"
         )
 
     def reported_version(self) -> tuple[str | None, str | None]:
