@@ -14,8 +14,10 @@ lock can be taken belongs to a process that died (a `kill -9`, a crash, a full d
 its requests whose cache line was written after its reservation is settled (its usage is in
 the cache); any other may have been billed with its answer lost, so its reservation moves to
 `lost.jsonl` in the same folder and counts as spent from then on (docs/failures.md says how
-to release it once the provider's bill shows what it cost). Creating, reading and removing
-hold files happens under `limit.lock`, so a check sees every live reservation.
+to release it once the provider's bill shows what it cost). Requests sent in a batch are not
+named: their batch record outlives the process, and the run that resumes it holds them again.
+Creating, reading and removing hold files happens under `limit.lock`, so a check sees every
+live reservation.
 
 A request is sent when `spent + reserved + its estimate` stays within every limit; it waits
 while only reservations of requests in flight stand in the way (they may settle lower), and
@@ -303,11 +305,11 @@ class SpendLimit:
         """The sum of `lost.jsonl` (each lost request once, however often it was recorded)."""
         path = self.folder / LOST_FILE
         try:
+            if path.stat().st_size == self.lost_seen[0]:  # appended to only: unchanged
+                return self.lost_seen[1]
             data = path.read_bytes()
         except FileNotFoundError:
             return Spend()
-        if len(data) == self.lost_seen[0]:
-            return self.lost_seen[1]
         seen: dict[tuple[str, str, str], Spend] = {}
         for line in data.split(b"\n"):
             try:
