@@ -258,19 +258,26 @@ def test_spend_limits_hold_through_kill_9_at_five_random_points(work):
     lock = threading.Lock()
     seed = random.randrange(1 << 30)
     pick = random.Random(seed)
+    note = f"seed {seed}"
     with LoopbackServer(billing) as server:
         model = base_model(server, token_limit=400, cost_limit=0.0085, prices=prices,
                            estimated_tokens_per_request=18)  # fmt: skip
         write_inputs(work, model, 40)
         for _ in range(5):
+            # A random point of the sending: after 1 to 6 more requests reached the server
+            # (each answered 0.15 s later, so up to four are in flight), or the job's end.
+            target = server.requests + pick.randint(1, 6)
             process = child(work)
-            time.sleep(pick.uniform(0.3, 1.6))  # imports take part of it: any point of a run
+            deadline = time.monotonic() + 60
+            while server.requests < target and process.poll() is None:
+                assert time.monotonic() < deadline, note
+                time.sleep(pick.uniform(0.0, 0.02))
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
         process = child(work)
         process.communicate(timeout=120)
         lost = work / "cache" / "shared-vlm" / ".budget" / "lost.jsonl"
-        note = f"seed {seed}, {server.requests} requests, lost ledger: {lost.exists()}"
+        note += f", {server.requests} requests, lost ledger: {lost.exists()}"
         assert billed["tokens"] <= 400, note
         assert billed["cost"] <= 0.0085 + 1e-12, note
         assert server.requests >= 10, note  # the limits, not the kills, stopped the sending
