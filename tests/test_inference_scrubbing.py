@@ -140,7 +140,8 @@ def test_a_401_echoing_a_masked_key_ending_in_base64_characters_leaves_no_file_w
         return 401, {"error": {"message": f"Incorrect API key provided: {masked}."}}, {}
 
     row = {"sample_id": "s1", "task": "behavior", "request_key": "rk1", "system_text": "s",
-           "user_text": "u", "media_keys": [], "media_kinds": [], "offered_option_ids": ["A"]}  # fmt: skip
+           "user_text": "u", "media_keys": [], "media_kinds": [],
+           "offered_option_ids": ["A"]}  # fmt: skip
     prompts = schemas.to_table(pd.DataFrame([row]), schemas.PROMPTS).to_pandas()
     with LoopbackServer(refuse) as server:
         model = {"name": "M-Instant", "backend": "openai", "family": "qwen_vllm",
