@@ -25,6 +25,7 @@ from typing import Any
 
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
+from dualcog.repeats import split_repeat_name
 
 # A run name's mode suffix (split_mode): the one rule, here so that configuration does not
 # import the inference package (which imports configuration).
@@ -74,8 +75,11 @@ INFERRED_DEFAULTS: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = (
 
 
 def split_mode(run_name: str) -> tuple[str, str | None]:
-    match = MODE_SUFFIX.match(run_name)
-    return (run_name, None) if match is None else (match.group(1), match.group(2))
+    """(base name, mode) of a run name; a repeat (`<run>~r2`, dualcog.repeats) has its run's."""
+    split = split_repeat_name(run_name)
+    name = split[0] if split else run_name
+    match = MODE_SUFFIX.match(name)
+    return (name, None) if match is None else (match.group(1), match.group(2))
 
 
 def env_reference(value: Any) -> str | None:

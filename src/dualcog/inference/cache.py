@@ -74,7 +74,9 @@ def cache_key(request_key: str, fingerprint: str) -> str:
 
 
 def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._\-]+", "_", name)
+    # `~` is kept: a repeat's run name (`<name>~r2`, dualcog.repeats) must not share the
+    # folder of a configured run `<name>_r2`; configured names never hold one.
+    return re.sub(r"[^A-Za-z0-9._\-~]+", "_", name)
 
 
 def model_cache_dir(cache_dir: Path | str, model_name: str) -> Path:

@@ -258,7 +258,10 @@ class OpenAIRunner:
 
                         run_batches(self, jobs, rows, writer, reporter, cache_dir, task)
                     else:
-                        folder = budget_folder(model_cache_dir(cache_dir, name))
+                        # A repeat set's runs share one rate budget and concurrency: the
+                        # provider's limits are the model's, not each repeat's.
+                        owner = str(self.model.get("repeat_of") or name)
+                        folder = budget_folder(model_cache_dir(cache_dir, owner))
                         _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.

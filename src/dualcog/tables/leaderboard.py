@@ -10,7 +10,7 @@ show on hover and, on request, in the cells. CSS and JS are inlined: the page op
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +35,7 @@ from dualcog.tables.model import (
     video_columns,
 )
 from dualcog.tables.render_env import html_environment
+from dualcog.tables.repeats import collapsed_views
 from dualcog.tables.usage import build_usage, usage_by_task, usage_totals
 from dualcog.tasks import SCORED_BY_TASK
 
@@ -171,6 +172,8 @@ class PageContext:
     labels: Mapping[str, str]
     coverage: Mapping[tuple[str, str], tuple[int, int]]
     intervals: Mapping[tuple[str, str, str, str], dict]
+    # Row -> the run whose explorer page it links to (a repeat set: its first repeat's).
+    pages: Mapping[str, str] = field(default_factory=dict)
 
 
 def _value_cell(cell: Cell, model: str, header: str, context: PageContext) -> dict[str, Any]:
@@ -199,7 +202,9 @@ def _value_cell(cell: Cell, model: str, header: str, context: PageContext) -> di
         "classes": cell_classes(cell),
         "mark": cell.mark,
         "dagger": cell.flag == "partial",
-        "href": explorer_link(model, column.task) if linked and cell.text != DASH else "",
+        "href": explorer_link(context.pages.get(model, model), column.task)
+        if linked and cell.text != DASH
+        else "",
         "title": " — ".join(tooltip),
         "ci": ci,
     }
@@ -213,7 +218,7 @@ def _text_cell(cell: Cell, model: str, header: str, context: PageContext) -> dic
         "classes": cell_classes(cell) + (" coverage" if header == COVERAGE_HEADER else ""),
         "mark": "",
         "dagger": False,
-        "href": explorer_link(model) if is_model else "",
+        "href": explorer_link(context.pages.get(model, model)) if is_model else "",
         "title": "samples with a response / expected" if header == COVERAGE_HEADER else "",
         "ci": "",
     }
@@ -268,12 +273,14 @@ def _badges(
 def render_leaderboard(
     inputs: TableInputs, models: Sequence[Mapping], stamp: Stamp | None = None
 ) -> str:
-    views = build_views(inputs, models)
+    # A repeat set (dualcog.tables.repeats) becomes one row: its mean and spread.
+    inputs, models, views = collapsed_views(inputs, models, build_views)
     rows = model_rows(models)
     context = PageContext(
         labels=rows["label"].to_dict(),
         coverage=_task_coverage(coverage_from_metrics(inputs.metrics)),
         intervals=_interval_lookup(inputs.intervals),
+        pages={m["name"]: m.get("explorer_page") or m["name"] for m in models},
     )
     badges = _badges(models, inputs.usage.mode_flags if inputs.usage is not None else None)
     groups = [g for g in GROUP_ORDER if g in set(rows["group"])]
