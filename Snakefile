@@ -2,9 +2,16 @@
 # Rules are split by phase under rules/; the library src/dualcog/ does the work.
 
 
+from pathlib import Path
+
+from dualcog.config import read_config_file
+
 # The demo's settings apply only when no --configfile is given: a user's config file is used on
 # its own and never inherits the demo's data or models (docs/configuration.md).
 if not workflow.overwrite_configfiles:
+    if Path("config/config.yaml").is_file():
+        # Snakemake's reader names neither the line nor the column of a YAML error; ours does.
+        read_config_file("config/config.yaml")
 
     configfile: "config/config.yaml"
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dualcog.atomic import TEMPORARY_NAME_EXTRA
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
 from dualcog.repeats import REPEAT_OF, expand_repeats, fold_repeats
@@ -139,6 +140,26 @@ def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> s
     return "".join(parts) or "(top level)"
 
 
+NAME_MAX = 255  # bytes of one file name (ext4, xfs, btrfs, NFS)
+# The longest file name a run gives its name to (rules/parse.smk; tests/test_config.py checks
+# that no rule's is longer), written through a temporary name (dualcog.atomic).
+LONGEST_RUN_FILE = "{model}.outcomes.parquet"
+RUN_NAME_MAX = NAME_MAX - (len(LONGEST_RUN_FILE) - len("{model}")) - TEMPORARY_NAME_EXTRA
+
+
+def _check_run_name(name: str, source: str) -> None:
+    """A run name (ASCII by the schema; a repeat's with its suffix) short enough for every
+    file named after it."""
+    if len(name) > RUN_NAME_MAX:
+        shown = f"{name[:40]}...{name[-8:]}"  # the end too: a repeat's `~r<k>`
+        raise ConfigError(
+            f"invalid configuration in {source}: model {shown} field 'name': "
+            f"{len(name)} characters, at most {RUN_NAME_MAX} (a run's longest file, "
+            f"results/parsed/{LONGEST_RUN_FILE}, is written through a temporary name, and a "
+            f"file name has at most {NAME_MAX} bytes)"
+        )
+
+
 def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
     """Validate against the JSON schema and return a copy with defaults and routes filled in."""
     if isinstance(config, Mapping) and "data_root" not in config:
@@ -174,6 +195,8 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
     models = expand_repeats(models, source)
+    for run in models:  # a repeat's name has its `~r<k>` suffix by now
+        _check_run_name(str(run["name"]), source)
     merged["models"] = select_models(models, merged.get("select"), source)
     return merged
 

@@ -214,7 +214,10 @@ class OpenAIRunner:
 
         async def worker() -> None:
             for index, prompt, key in queue:
-                held = await limit.reserve()
+                if writer.failure is not None:  # the cache cannot keep answers: send no more
+                    break
+                sample_id = str(prompt["sample_id"])
+                held = await limit.reserve(key, sample_id)
                 if isinstance(held, Refusal):  # not sent, so nothing goes to the cache
                     if not refused:
                         reporter.message(f"{held.text}; the rest is not sent")
@@ -222,12 +225,13 @@ class OpenAIRunner:
                     rows[index] = self._error_row(prompt, BUDGET_EXHAUSTED, held.text, 0)
                     reporter.add("error")
                     continue
-                try:
-                    row = await self._send(prompt, client, rate, slots)
-                    rows[index] = row
-                    writer.put(key, str(prompt["sample_id"]), row)
-                finally:
-                    limit.settle(held)  # after the cache line: its usage is counted from there
+                row = await self._send(prompt, client, rate, slots)
+                rows[index] = row
+                writer.put(key, sample_id, row)
+                if writer.failure is None:  # its usage is counted from the cache line now
+                    limit.settle(held, key, sample_id)
+                # else (and on an error or Ctrl-C before this) the reservation stays held;
+                # `limit.close` moves it to the lost ledger unless its line was written.
                 reporter.add(row["status"])
 
         async def ticker() -> None:
