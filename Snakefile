@@ -35,15 +35,12 @@ rule all:
         all_outputs(),
 
 
-# Local runs: no job-start throttle (it costs minutes of scheduler CPU at the paper's scale).
 # A served model's vLLM is checked here, before any job, where its server starts here.
 onstart:
     from dualcog.preflight import require_servers
-    from dualcog.scheduling import lift_local_start_limit
 
     if servers_start_here():
         require_servers(config, CONFIG_SOURCE)
-    lift_local_start_limit(workflow)
 
 
 # Models whose requests failed, the count of each error type and what to type next; after a

@@ -20,7 +20,6 @@ from dualcog.stamp import STAGE_VERSIONS, model_entry
 from dualcog.serving.facts import facts_path as served_facts_path
 from dualcog.serving.facts import frames_path as served_frames_path
 from dualcog.serving.server import served_groups
-from dualcog.snakemake_params import skip_pandas_for_plain_params
 from dualcog.sharding import shard_count
 from dualcog.tables.catalog import table_names, table_spec
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
@@ -35,10 +34,6 @@ from dualcog.versions import (
     PLOTS_VERSION,
     STATS_VERSION,
 )
-
-# Job params recorded and handed to scripts without pandas' import: half a CPU second per
-# Snakemake process (dualcog.snakemake_params).
-skip_pandas_for_plain_params()
 
 CONFIG_SOURCE = (
     ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"

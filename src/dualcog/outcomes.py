@@ -130,8 +130,7 @@ def response_facts_table(
     (one the table lacks all null), the texts reduced to the flags `empty`, `refused`
     (`text_flags`, computed here unless given) and `has_reasoning` (a reasoning text, or
     reasoning tokens above 0). Loads no pandas."""
-    from dualcog.arrow_rows import column_array
-    from dualcog.schemas import RESPONSE_FACTS
+    from dualcog.schemas import RESPONSE_FACTS, column_array
 
     n, names = responses.num_rows, set(responses.column_names)
 
@@ -172,8 +171,7 @@ def request_outcomes(
     `unparsable` (without it no answer is); `flags`: the rows' `text_flags`, computed here
     unless given. The `parse` job writes it once per run (without loading pandas); the
     explorer and the tables read it."""
-    from dualcog.arrow_rows import table_from_columns
-    from dualcog.schemas import REQUEST_OUTCOMES
+    from dualcog.schemas import REQUEST_OUTCOMES, table_from_columns
 
     n, names = responses.num_rows, set(responses.column_names)
 

@@ -123,7 +123,7 @@ def _sum(values: pa.ChunkedArray | pa.Array, start: int, length: int) -> Any:
 
 
 def _strings(values: tuple[str, ...]) -> pa.Array:
-    from dualcog.arrow_rows import column_array  # a Python list without pandas' probe
+    from dualcog.schemas import column_array  # a Python list without pandas' probe
 
     return column_array(list(values), pa.string(), "value_set")
 
