@@ -175,8 +175,8 @@ def infer_settings(wildcards):
 
 
 def replay_sources(wildcards):
-    """Files the backend reads (replay: response files) are inputs: editing one reruns exactly
-    its jobs."""
+    """Files the backend reads (its `input_field`: a replayed run's response files) are
+    inputs: editing one reruns exactly its jobs."""
     return input_files(model_by_name(config, wildcards.model))
 
 
@@ -203,12 +203,13 @@ def per_run_rule_name(tasks):
     return "infer_run_" + "_".join(tasks)
 
 
-def all_replay_sources():
-    return sorted({p for m in config["models"] for p in model_entry(m)["replay"]})
+def all_backend_inputs():
+    """Every file a configured backend reads (the stamp digests them)."""
+    return sorted({p for m in config["models"] for p in input_files(m)})
 
 
 def stamp_models(names=None):
-    """Per-model stamp entries (answer-settings digest, bbox_scale, replay files)."""
+    """Per-model stamp entries (answer-settings digest, bbox_scale, backend input files)."""
     return {
         m["name"]: model_entry(m)
         for m in config["models"]

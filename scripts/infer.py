@@ -1,7 +1,6 @@
 """Snakemake adapter: prompts of one request kind -> raw responses of one model.
 
-Arrow in and out (`run_model_table`): no pandas frame is built, so a job of an offline
-backend never imports pandas (tests/test_lean_jobs.py checks).
+Arrow in and out (`run_model_table`): no pandas frame is built.
 """
 
 from collections import Counter

@@ -1,6 +1,5 @@
 """Snakemake adapter: one run of a backend that runs per model (replay: its recorded files;
-the built-in baselines: the gold) -> its responses for every task. Arrow in and out: the job
-never imports pandas."""
+the built-in baselines: the gold) -> its responses for every task. Arrow in and out."""
 
 from collections import Counter
 

@@ -26,8 +26,7 @@ from dualcog.schemas import (
 )
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'
-# bookkeeping are never converted. Arrow in and out: no pandas frame in between, and no
-# pyarrow.compute (a twentieth of a CPU second to import) either.
+# bookkeeping are never converted. Arrow in and out.
 SAMPLE_COLUMNS = ["sample_id", "task", "options"]
 RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 

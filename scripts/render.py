@@ -2,8 +2,7 @@
 
 Media keys come from the sources' bytes (what `prepare_images` / `prepare_videos` will store
 them under), so prompts never wait on media preparation; only `frames` mode reads the
-sampled frames (their timestamps are part of the prompt text). Arrow in and out: the job
-never imports pandas.
+sampled frames (their timestamps are part of the prompt text). Arrow in and out.
 """
 
 from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key

@@ -1,5 +1,5 @@
 """Snakemake adapter: parses of one model run -> per-sample scores, their metrics and the
-metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), without pandas."""
+metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), in Arrow."""
 
 import pyarrow.compute as pc
 

@@ -3,7 +3,6 @@
 Backends and what each needs are declared in `dualcog.backends`; their runners live here.
 """
 
-from dualcog.config import NON_ANSWER_KEYS
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
@@ -17,7 +16,6 @@ from dualcog.routes import split_mode
 
 __all__ = [
     "FAMILY_MODE_BODIES",
-    "NON_ANSWER_KEYS",
     "build_messages",
     "cache_key",
     "cache_path",
