@@ -15,6 +15,7 @@ from dualcog.config import (
 from dualcog.ingest import find_manifests
 from dualcog.preflight import require_ready
 from dualcog.prompts.render import video_mode_name
+from dualcog.repeats import repeat_sets
 from dualcog.stats import comparison_pairs
 from dualcog.stamp import STAGE_VERSIONS, model_entry
 from dualcog.serving.facts import facts_path as served_facts_path
@@ -90,6 +91,25 @@ INFER_RUNS = [m for m in UNSERVED_RUNS if m not in PER_RUN_RUNS]
 IMAGE_TASKS_ON = [t for t in TASKS if t in IMAGE_TASKS]
 VIDEO_TASKS_ON = [t for t in TASKS if t in VIDEO_TASKS]
 COMPARE_PAIRS = comparison_pairs(config)
+# Repeat sets (`repeats: k`, dualcog.repeats): set name -> its runs (those selected).
+REPEAT_SETS = repeat_sets(config["models"])
+REPEAT_SIZES = {
+    m["repeat_of"]: m["repeats"] for m in config["models"] if m.get("repeat_of")
+}
+
+
+def runs_of(name):
+    """The runs behind a name of the tables and `compare`: a repeat set's, or the run."""
+    return REPEAT_SETS.get(name, [name])
+
+
+def compare_display_names():
+    """Name -> label of every run and repeat set (a set's label as configured)."""
+    names = {m["name"]: m.get("display_name") or m["name"] for m in config["models"]}
+    for m in config["models"]:
+        if m.get("repeat_of"):
+            names[m["repeat_of"]] = m.get("repeat_label") or m["repeat_of"]
+    return names
 
 
 wildcard_constraints:
@@ -208,6 +228,17 @@ def all_backend_inputs():
     return sorted({p for m in config["models"] for p in input_files(m)})
 
 
+def sent_responses():
+    """The RESPONSES files of the runs that post requests: the stamp digests their request
+    records (PROTOCOL §11.5)."""
+    return [
+        f"results/responses/{m['name']}/{task}.parquet"
+        for m in config["models"]
+        if backend_of(m).calls_api
+        for task in model_tasks(config, m)
+    ]
+
+
 def stamp_models(names=None):
     """Per-model stamp entries (answer-settings digest, bbox_scale, backend input files)."""
     return {
@@ -292,6 +323,11 @@ TABLE_MODELS = [
             "reasoning_only",
             "main_table",
             "backend",
+            # a repeat set's runs are one row of the tables (dualcog.tables.repeats)
+            "repeat",
+            "repeat_of",
+            "repeats",
+            "repeat_label",
         )
     }
     for m in config["models"]
@@ -331,6 +367,8 @@ def all_outputs():
         *stats_outputs(),
         *plot_outputs(),
         *explorer_outputs(),
+        # MLflow tracking only where configured (rules/integrations.smk).
+        *(["results/exports/mlflow_runs.json"] if config.get("mlflow") else []),
     ]
 
 
@@ -349,3 +387,17 @@ def estimate_plan():
         m["name"]: {t: prompts_path(m["name"], t) for t in model_tasks(config, m)}
         for m in config["models"]
     }
+
+
+# The exports (rules/integrations.smk).
+def export_models():
+    """What the exports say of each model run (its identity, not its settings)."""
+    keys = ("name", "display_name", "backend", "request_model", "group")
+    return [{k: m.get(k) for k in keys} for m in config["models"]]
+
+
+def export_dataset_id():
+    """The Hub dataset the results are about: `exports.dataset_id`, else the download's repo."""
+    exports = config.get("exports") or {}
+    download = config.get("download") or {}
+    return exports.get("dataset_id") or download.get("repo") or "Lozumi/UAV-DualCog"

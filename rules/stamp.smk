@@ -4,6 +4,7 @@ rule stamp:
         backend_inputs=all_backend_inputs(),
         release=download_record(config),
         served=[served_facts_path(run) for run in SERVED_RUNS],
+        responses=sent_responses(),
     output:
         "results/stamp.json",
     log:

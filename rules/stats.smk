@@ -3,13 +3,17 @@
 
 
 wildcard_constraints:
-    model_a="|".join(re.escape(m) for m in MODELS),
-    model_b="|".join(re.escape(m) for m in MODELS),
+    model_a="|".join(re.escape(m) for m in [*MODELS, *REPEAT_SETS]),
+    model_b="|".join(re.escape(m) for m in [*MODELS, *REPEAT_SETS]),
+    repeat_set=names_regex(REPEAT_SETS),
 
 
 rule collect_intervals:
     input:
-        expand("results/metrics/intervals_by_model/{model}.parquet", model=MODELS),
+        expand(
+            "results/metrics/intervals_by_model/{model}.parquet",
+            model=[*MODELS, *REPEAT_SETS],
+        ),
     output:
         "results/metrics/intervals.parquet",
     log:
@@ -20,11 +24,38 @@ rule collect_intervals:
         "../scripts/collect_intervals.py"
 
 
+# A repeat set's metrics: the mean over its repeats and the bootstrap interval of that mean
+# (each repeat under the same replicate weights; dualcog.stats.repeat_sets).
+rule set_intervals:
+    input:
+        samples="results/benchmark/samples.parquet",
+        pairs="results/benchmark/pairs.parquet",
+        weights="results/benchmark/bootstrap_weights.parquet",
+        scores=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.repeat_set)
+        ),
+    output:
+        "results/metrics/intervals_by_model/{repeat_set}.parquet",
+    log:
+        "results/logs/set_intervals/{repeat_set}.log",
+    conda:
+        "../envs/dualcog.yaml"
+    params:
+        bootstrap=config["bootstrap"],
+        version=STATS_VERSION,
+    script:
+        "../scripts/set_intervals.py"
+
+
 rule compare:
     input:
         samples="results/benchmark/samples.parquet",
-        scores_a="results/scores/{model_a}.parquet",
-        scores_b="results/scores/{model_b}.parquet",
+        scores_a=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.model_a)
+        ),
+        scores_b=lambda w: expand(
+            "results/scores/{run}.parquet", run=runs_of(w.model_b)
+        ),
     output:
         parquet="results/compare/{model_a}__vs__{model_b}.parquet",
         markdown="results/compare/{model_a}__vs__{model_b}.md",
@@ -34,9 +65,8 @@ rule compare:
         "../envs/dualcog.yaml"
     params:
         bootstrap=config["bootstrap"],
-        display_names={
-            m["name"]: m.get("display_name") or m["name"] for m in config["models"]
-        },
+        display_names=compare_display_names(),
+        repeats=REPEAT_SIZES,
         version=STATS_VERSION,
     script:
         "../scripts/compare.py"

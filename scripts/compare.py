@@ -19,14 +19,14 @@ def main(sm):
     comparison = compare_models(
         names,
         samples,
-        read_frame(sm.input.scores_a),
-        read_frame(sm.input.scores_b),
+        [read_frame(path) for path in sm.input.scores_a],  # a repeat set: one per repeat
+        [read_frame(path) for path in sm.input.scores_b],
         build_clusters(samples),
         BootstrapSettings.from_config(sm.params.bootstrap),
     )
     log.info("%s vs %s: %d metrics on common samples", *names, len(comparison))
     write_table(comparison, COMPARISON, sm.output.parquet)
-    markdown = comparison_markdown(comparison, sm.params.display_names)
+    markdown = comparison_markdown(comparison, sm.params.display_names, sm.params.repeats)
     Path(sm.output.markdown).write_text(markdown, encoding="utf-8")
 
 

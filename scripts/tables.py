@@ -3,8 +3,9 @@
 from pathlib import Path
 
 from dualcog.runtime import log, run_step
-from dualcog.tables import build_all, write_table
+from dualcog.tables import write_table
 from dualcog.tables.inputs import load_inputs
+from dualcog.tables.repeats import build_tables
 
 
 def main(sm):
@@ -20,9 +21,7 @@ def main(sm):
     )
     tables_out = [Path(p) for p in sm.output if not p.endswith(".stamp.json")]  # CSV sidecars
     names = list(dict.fromkeys(p.stem for p in tables_out))
-    tables = build_all(
-        names, inputs.metrics, models, inputs.runs, inputs.counts, inputs.tokens, inputs.usage
-    )
+    tables = build_tables(names, inputs, models)
     for table in tables:
         for path in write_table(
             table, Path(sm.output[0]).parent, sm.params.formats, stamp=inputs.stamp

@@ -9,7 +9,8 @@ leaves requests unrun: the batch then ends `expired` with `batch_expired` error 
 `final_status` forces how a processed batch ends (e.g. "failed"), without results;
 `retrieve_status` (e.g. 500) makes every poll fail with that status, echoing the key;
 `content_failures` downloads fail with a 500 before they work again; `junk` lines are added
-to every output file.
+to every output file; `rewrite(output, errors)` changes the result lines before they are
+written (duplicated or conflicting lines).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class BatchServer:
         self.retrieve_status: int | None = None
         self.content_failures = 0
         self.junk: list[bytes] = []
+        self.rewrite: Callable[[list, list], tuple[list, list]] | None = None
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         server = self
@@ -171,6 +173,8 @@ class BatchServer:
                 "error": None,
             }
             (output if status == 200 else errors).append(result)
+        if self.rewrite is not None:
+            output, errors = self.rewrite(output, errors)
         counts = batch["request_counts"]
         counts["completed"], counts["failed"] = len(output), len(errors)
         for field, lines in (("output_file_id", output), ("error_file_id", errors)):

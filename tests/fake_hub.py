@@ -73,6 +73,7 @@ class FakeHub:
     page_size: int = 40
     token: str | None = None
     drop_once: set[str] = field(default_factory=set)
+    drop_always: set[str] = field(default_factory=set)  # cut off mid-body on every GET
     corrupt: set[str] = field(default_factory=set)
     broken: set[str] = field(default_factory=set)
     requests: list[Request] = field(default_factory=list)
@@ -270,6 +271,7 @@ class FakeHub:
         if not head:
             with self._lock:
                 drop = repo_path in self.drop_once and repo_path not in self._dropped
+                drop = drop or repo_path in self.drop_always
                 if drop:
                     self._dropped.add(repo_path)
         if drop:

@@ -56,6 +56,7 @@ class LoopbackServer:
     def __init__(self, responder: Callable[[dict, int], Reply] = echo_reply) -> None:
         self.responder = responder
         self.bodies: list[dict] = []
+        self.raw_bodies: list[bytes] = []  # the bytes as they arrived (request records)
         self.headers: list[dict] = []
         self.arrivals: list[float] = []
         self.per_prompt: dict[str, int] = {}
@@ -67,10 +68,12 @@ class LoopbackServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+                body = json.loads(raw)
                 with server.lock:
                     server.arrivals.append(time.monotonic())
                     server.bodies.append(body)
+                    server.raw_bodies.append(raw)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     marker = request_marker(body)
                     server.per_prompt[marker] = server.per_prompt.get(marker, 0) + 1

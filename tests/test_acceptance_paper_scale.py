@@ -6,13 +6,24 @@ paper's 45 runs: Instant/Thinking pairs over the paper's groups, replayed in the
 format and, for two of them, simulated. What breaks at 45 runs and not at the demo's 7 is the
 width of every output: table rows, stamp lines, the console. Checked here: each .tex compiles
 with pdflatex in a one-column and a two-column article (no error, no box overfull by more than
-10 pt), the leaderboard, an explorer page and `snakemake --report` open in headless Chromium
-with no console error, the leaderboard's explorer links resolve, and the run's console stays
-under 300 kB with a summary at the end.
+10 pt, no float too large for its page; in two columns no type below 6 pt), the leaderboard,
+an explorer page and `snakemake --report` open in headless Chromium with no console error, the
+leaderboard keeps its header in view 40 rows down, its explorer links resolve, and the run's
+console stays under 300 kB with a summary at the end.
+
+Then, as a researcher does after `make demo`: a config of their own (40 of the runs, tables in
+CSV only) into the same folder. The folder's default config plays the demo here (every table
+format, more models): no table, page or plot of it is left to be read as this run's, the
+summary lists only what this run wrote, and the report of the user's config shows only its
+models (the report of the other config is refused).
+
+With DUALCOG_SCREENSHOTS=<folder> the leaderboard and the first page of each table are saved
+there as PNG (docs/img/ holds the ones from such a run).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -25,6 +36,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from browser import Browser
+from pdf_fonts import font_sizes
 from workflow_runner import REPO, run_snakemake
 
 pytestmark = [pytest.mark.workflow, pytest.mark.integration]
@@ -33,7 +45,12 @@ RUNS, SIMULATED = 45, 2
 EXPLORED = "sim-run-01-Instant"  # the explorer page opened
 CONSOLE_LIMIT = 300_000  # bytes of stdout + stderr for the whole run
 OVERFULL_LIMIT_PT = 10.0
+SMALLEST_TYPE_PT = 5.95  # 6 pt, as pdfTeX rounds a scaled size
+USER_RUNS = 40  # the user's config: the first 40 runs, CSV only
+SCROLLED_ROWS = 40
+# Uncompressed, so that tests/pdf_fonts.py reads the type sizes from the page streams.
 TEX_PREAMBLE = r"""\documentclass[%s]{article}
+\pdfcompresslevel=0 \pdfobjcompresslevel=0
 \usepackage{booktabs}
 \usepackage{graphicx}
 \begin{document}
@@ -119,6 +136,33 @@ def test_every_tex_compiles_in_a_paper(paper_run, tmp_path, columns) -> None:
         assert result.returncode == 0 and not errors, f"{source.name}: {errors or log[-2000:]}"
         too_wide = [pt for pt in overfull_boxes(log) if pt > OVERFULL_LIMIT_PT]
         assert not too_wide, f"{source.name} in {columns}: overfull by {too_wide} pt"
+        assert "Float too large" not in log, f"{source.name} in {columns}: a float too large"
+        if columns == "twocolumn":  # the page the parts are made for
+            pdf = document.with_suffix(".pdf")
+            smallest = min(font_sizes(pdf.read_bytes()))
+            assert smallest >= SMALLEST_TYPE_PT, f"{source.name}: {smallest} pt type"
+            _screenshot_pdf(pdf, f"latex_{source.stem}")
+
+
+def _screenshots() -> Path | None:
+    folder = os.environ.get("DUALCOG_SCREENSHOTS")
+    return Path(folder) if folder else None
+
+
+def _screenshot_pdf(pdf: Path, name: str) -> None:
+    """The first page of `pdf` as <name>.png in DUALCOG_SCREENSHOTS, when set."""
+    folder = _screenshots()
+    if folder is None:
+        return
+    pdftoppm = shutil.which("pdftoppm")
+    if pdftoppm is None:
+        pytest.fail("DUALCOG_SCREENSHOTS is set but pdftoppm (poppler-utils) is missing")
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [pdftoppm, "-png", "-r", "80", "-f", "1", "-l", "1", "-singlefile", str(pdf),
+         str(folder / name)],
+        check=True, timeout=60,
+    )  # fmt: skip
 
 
 def test_legends_are_smaller_than_the_table_and_in_readers_words(paper_run) -> None:
@@ -135,6 +179,47 @@ def test_legends_are_smaller_than_the_table_and_in_readers_words(paper_run) -> N
 def test_overfull_boxes_are_read_from_the_log() -> None:
     log = "Overfull \\hbox (12.5pt too wide) in paragraph\nOverfull \\hbox (0.3pt too wide) in"
     assert overfull_boxes(log) == [12.5, 0.3]
+
+
+# The header cell over the first value column, and what a person sees at its centre.
+HEADER_IN_VIEW = """(() => {
+  const table = document.querySelector(
+    'section.view:not([hidden]) div.variant:not([hidden]) table.results');
+  const head = table.querySelector('thead tr:last-child th:nth-child(2)').getBoundingClientRect();
+  const row = table.querySelectorAll('tbody tr[data-model]')[%d].getBoundingClientRect();
+  const seen = document.elementFromPoint(head.left + head.width / 2, head.top + head.height / 2);
+  return {top: head.top, bottom: head.bottom, height: innerHeight, row: row.top,
+          seen: seen ? seen.closest('thead') !== null : false, scrolled: scrollY};
+})()"""
+
+
+def test_the_leaderboard_keeps_its_header_in_view_40_rows_down(paper_run) -> None:
+    workdir, _ = paper_run
+    with Browser(width=1400, height=900) as browser:
+        browser.open((workdir / "results" / "leaderboard.html").as_uri())
+        x, y = browser.evaluate(
+            "(() => { const r = document.querySelector('table.results tbody')"
+            ".getBoundingClientRect(); return [r.left + 200, Math.min(r.top + 40, 800)]; })()"
+        )
+        row_height = browser.evaluate(
+            "document.querySelector('tbody tr[data-model]').getBoundingClientRect().height"
+        )
+        # A person's mouse wheel over the table, 40 rows' worth.
+        browser.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        for _ in range(SCROLLED_ROWS):
+            browser.call(
+                "Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=0,
+                deltaY=row_height,
+            )  # fmt: skip
+        browser.wait_for(f"scrollY >= {SCROLLED_ROWS * row_height * 0.9}")
+        browser.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        seen = browser.evaluate(HEADER_IN_VIEW % SCROLLED_ROWS)
+        assert seen["top"] >= 0 and seen["bottom"] <= seen["height"], seen
+        assert seen["seen"], f"the header is covered: {seen}"
+        assert seen["bottom"] <= seen["row"] < seen["height"], seen  # row 40 below it, in view
+        if _screenshots():
+            browser.screenshot(_screenshots() / "leaderboard_45_runs.png")
+        assert browser.errors == []
 
 
 def test_pages_open_without_console_errors(paper_run) -> None:
@@ -175,3 +260,69 @@ def test_report_builds_and_opens_and_its_leaderboard_has_no_dead_links(paper_run
         note = browser.evaluate("document.querySelector('p.explorer-note').textContent")
         assert "results/leaderboard.html" in note
         assert browser.errors == []
+
+
+# After every test above, which read the default config's outputs: the user's config next.
+@pytest.fixture(scope="module")
+def user_run(paper_run) -> tuple[Path, list[str], list[str], subprocess.CompletedProcess]:
+    workdir, _ = paper_run
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    names = [m["name"] for m in config["models"]]
+    kept, dropped = names[:USER_RUNS], names[USER_RUNS:]
+    config["models"] = config["models"][:USER_RUNS]
+    config["compare"] = [p for p in config.get("compare") or [] if set(p) <= set(kept)]
+    config["tables"] = {**config.get("tables", {}), "formats": ["csv"]}
+    (workdir / "user.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    run = snakemake(workdir, "--configfile", str(workdir / "user.yaml"))
+    (workdir / "console_user.txt").write_text(run.stdout + run.stderr)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return workdir, kept, dropped, run
+
+
+def _presented(results: Path) -> list[Path]:
+    pages = sorted((results / "explorer").glob("*.html"))
+    folders = ("tables", "plots", "compare")
+    return [p for f in folders for p in sorted((results / f).glob("*"))] + pages
+
+
+def test_a_user_config_leaves_none_of_the_other_configs_outputs(user_run) -> None:
+    workdir, kept, dropped, run = user_run
+    results = workdir / "results"
+    tables = sorted(p.name for p in (results / "tables").iterdir())
+    assert tables and all(n.endswith((".csv", ".stamp.json")) for n in tables), tables
+    assert {p.stem for p in (results / "explorer").glob("*.html")} == set(kept)
+    for path in [*_presented(results), results / "leaderboard.html"]:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found = [name for name in dropped if name in text]
+        assert not found, f"{path} names runs of the other config: {found}"
+    summary = run.stderr[run.stderr.rindex("run summary") :]
+    assert re.search(r"tables: .*/results/tables/ \([a-z_, ]+; csv\)\n", summary), summary
+    assert "removed " in run.stderr and "left by a run of another config" in run.stderr
+
+
+def test_the_report_of_the_user_config_shows_only_its_models(user_run) -> None:
+    workdir, kept, dropped, _ = user_run
+    # The other config's report now would show this run's files as its own: refused.
+    other = snakemake(workdir, "--report", str(workdir / "other.html"))
+    assert other.returncode != 0 and "would mix the two" in other.stderr
+    assert not (workdir / "other.html").exists()
+    user = str(workdir / "user.yaml")
+    report = snakemake(workdir, "--configfile", user, "--report", str(workdir / "user_report.html"))
+    assert report.returncode == 0, report.stderr[-3000:]
+    text = (workdir / "user_report.html").read_text(encoding="utf-8")
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", text, re.S).group(1))
+    shown = {path for path in results}
+    assert "results/leaderboard.html" in shown
+    assert not [p for p in shown if p.startswith("results/tables/") and not p.endswith(".csv")]
+    for path, entry in results.items():
+        encoded = entry.get("data_uri", ",").split(",", 1)[1]
+        data = base64.b64decode(encoded).decode("utf-8", "replace")
+        found = [name for name in dropped if name in data]
+        assert not found, f"{path} in the report names runs of the other config: {found}"
+    with Browser() as browser:
+        browser.open(results["results/leaderboard.html"]["data_uri"], timeout=60)
+        rows = browser.evaluate(
+            "Array.from(new Set(Array.from(document.querySelectorAll('tr[data-model]'),"
+            " r => r.dataset.model)))"
+        )
+        assert sorted(rows) == sorted(kept)

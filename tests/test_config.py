@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_shipped_config_is_valid() -> None:
 def test_defaults_filled() -> None:
     config = validate_config(_config())
     model = config["models"][0]
-    assert model["temperature"] == 0.0 and model["max_tokens"] == 2048
+    assert model["temperature"] == 0.2 and model["max_tokens"] == 2048  # PROTOCOL §11.1
     assert config["tasks"][0] == "landmark_position"
     assert model_tasks(config, model) == config["tasks"]
 
@@ -91,7 +92,8 @@ def test_answer_neutral_settings_are_the_ones_the_schema_marks() -> None:
     model property, and a setting that shapes the request or the answer is not marked."""
     properties = load_schema()["$defs"]["model"]["properties"]
     neutral = non_answer_keys()
-    assert neutral == {k for k, prop in properties.items() if prop.get("x-answer-neutral")}
+    marked = {k for k, prop in properties.items() if prop.get("x-answer-neutral")}
+    assert neutral - marked == {"repeat_of", "repeat_label"}  # added after validation
     assert {"rpm_limit", "concurrency", "api_key", "api_base", "timeout", "batch"} <= neutral
     answering = {
         "backend", "temperature", "max_tokens", "seed", "request_model", "replay",
@@ -161,9 +163,9 @@ def test_display_name_refuses_markup(name) -> None:
 def test_schema_enums_are_the_codes_constants() -> None:
     from dualcog.backends import BACKEND_NAMES
     from dualcog.inference.offline import SIMULATED_QUIRKS
-    from dualcog.inference.request import FAMILY_MODE_BODIES
     from dualcog.parsing.scale import CONFIGURABLE_SCALES
     from dualcog.prompts.render import VIDEO_MODES
+    from dualcog.switches import CONFIG_FAMILIES, FAMILY_SPELLINGS
     from dualcog.tables.model import GROUP_ORDER
     from dualcog.tasks import REQUEST_KINDS
 
@@ -178,7 +180,7 @@ def test_schema_enums_are_the_codes_constants() -> None:
     assert model["bbox_scale"]["enum"] == list(CONFIGURABLE_SCALES)
     assert model["group"]["enum"] == list(GROUP_ORDER)
     assert set(model["quirks"]["items"]["enum"]) == set(SIMULATED_QUIRKS)
-    assert set(model["family"]["enum"]) == set(FAMILY_MODE_BODIES)
+    assert set(model["family"]["enum"]) == {*CONFIG_FAMILIES, *FAMILY_SPELLINGS}
 
 
 def test_the_schema_reads_the_same_with_either_yaml_loader() -> None:
@@ -204,7 +206,7 @@ def test_defaults_come_from_the_schema() -> None:
         "video_url",
         16,
     )
-    assert (model["temperature"], model["max_tokens"], model["seed"]) == (0.0, 2048, 0)
+    assert (model["temperature"], model["max_tokens"], model["seed"]) == (0.2, 2048, 0)
     partial = validate_config({**_config(), "media": {"max_width": 320}})["media"]
     assert (partial["max_width"], partial["max_height"]) == (320, 480)
 
@@ -326,3 +328,66 @@ def test_batch_mode_keys_from_a_route_with_schema_defaults() -> None:
 def test_batch_mode_refused_where_there_is_no_batch_api(model, expected) -> None:
     with pytest.raises(ConfigError, match=expected):
         validate_config(_config(**model))
+
+
+def test_a_run_name_too_long_for_its_files_is_refused_at_validation(tmp_path) -> None:
+    import socket
+
+    from dualcog import atomic
+    from dualcog.config import LONGEST_RUN_FILE, RUN_NAME_MAX
+
+    def config(name: str) -> dict:
+        return {"data_root": "d", "models": [{"name": name, "backend": "oracle"}]}
+
+    with pytest.raises(ConfigError) as info:
+        validate_config(config("m" * 300), "config/mine.yaml")
+    message = str(info.value)
+    shown = f"{'m' * 40}...{'m' * 8}"
+    assert message.startswith(f"invalid configuration in config/mine.yaml: model {shown} field")
+    assert "field 'name': 300 characters, at most 148" in message and RUN_NAME_MAX == 148
+    # The longest name allowed: its longest file, through the longest temporary name (a pid
+    # of 7 digits, a host name of 64 characters), is a real file of 255 bytes.
+    longest = "m" * RUN_NAME_MAX
+    validate_config(config(longest), "config/mine.yaml")
+    target = tmp_path / LONGEST_RUN_FILE.format(model=longest)
+    temporary = atomic.temporary_path(target).name
+    host = socket.gethostname().replace(".", "_")
+    worst = temporary.replace(host, "h" * 64).replace(f".{os.getpid()}-", ".4194303-")
+    assert len(worst) == 255
+    (tmp_path / worst).write_bytes(b"")
+    with pytest.raises(ConfigError, match="at most 148"):
+        validate_config(config(longest + "m"), "config/mine.yaml")
+    # A repeat's run name carries its `~r<k>`: 144 + "~r10" fits, 145 + "~r10" does not.
+    repeated = config("m" * 144)
+    repeated["models"][0].update(backend="simulated", repeats=10)
+    validate_config(repeated, "config/mine.yaml")
+    repeated["models"][0]["name"] = "m" * 145
+    with pytest.raises(ConfigError, match=r"m\.\.\.mmmm~r10 field 'name': 149 characters"):
+        validate_config(repeated, "config/mine.yaml")
+
+
+def test_no_rule_names_a_file_longer_after_the_run_name_than_the_limit_allows() -> None:
+    """LONGEST_RUN_FILE is the longest file name of the rules that holds a run name."""
+    import re
+
+    from dualcog.config import LONGEST_RUN_FILE
+
+    repo = Path(__file__).resolve().parents[1]
+    suffixes = []
+    for rules in sorted((repo / "rules").glob("*.smk")):
+        text = rules.read_text()
+        pattern = r"\{+(?:wildcards\.)?(?:model|run)\}+([^/\"'\s{]*(?:\{[^/\"'\s]*)?)"
+        suffixes += [re.sub(r"\{+\w+\}+", "X", m) for m in re.findall(pattern, text)]
+    assert suffixes and max(map(len, suffixes)) <= len(LONGEST_RUN_FILE) - len("{model}")
+
+
+def test_a_comparison_of_two_long_run_names_is_refused_when_the_workflow_is_parsed() -> None:
+    from dualcog.stats.pairs import comparison_pairs
+
+    def config(a: str, b: str) -> dict:
+        return {"models": [{"name": a}, {"name": b}], "compare": [[a, b]]}
+
+    # 75 + 76 + "__vs__.parquet" (14) = 165 characters: 255 with a temporary name's 90
+    assert comparison_pairs(config("a" * 75, "b" * 76)) == [("a" * 75, "b" * 76)]
+    with pytest.raises(ConfigError, match=r"would be 166 characters, at most 165"):
+        comparison_pairs(config("a" * 76, "b" * 76))

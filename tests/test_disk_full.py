@@ -151,3 +151,93 @@ def test_explorer_thumbnails_use_the_atomic_writer(tmp_path, monkeypatch):
         explorer_media._write(target, b"jpeg bytes")
     assert str(target) in str(info.value) and "MiB free on" in str(info.value)
     assert not target.exists() and _tmp_files(tmp_path) == []
+
+
+def _tmpfs(folder: Path, size: str) -> bool:
+    """Mount (or resize) a tmpfs of `size` at `folder`; False where this machine refuses."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]
+    if os.path.ismount(folder):
+        command = ["mount", "-o", f"remount,size={size}", str(folder)]
+    try:
+        return subprocess.run(command, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _capped(limit: int):
+    """A child's files can grow to `limit` bytes (a size-capped folder where no tmpfs can be
+    mounted: writes past it fail with EFBIG, as past a full disk)."""
+    import resource
+    import signal
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.integration
+def test_a_full_cache_folder_stops_sending_and_the_rerun_resends_only_the_uncached(tmp_path):
+    """A real full filesystem under the response cache: the first failed write stops the
+    job (one error naming the file); the requests sent are those cached plus at most the
+    ones in flight then; the rerun (space freed) sends only what never reached the cache."""
+    from loopback_server import LoopbackServer, request_marker
+    from test_inference_processes import IMAGE_KEY, base_model, write_inputs
+
+    from dualcog.inference import cache_path, media_path, run_model
+
+    path = media_path(tmp_path / "media", IMAGE_KEY, "image")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xff\xd8\xff\xe0jpeg")
+    cache = tmp_path / "cache"
+    mounted = _tmpfs(cache, "12k")
+    code = (
+        "import json, sys, pandas as pd; from pathlib import Path\n"
+        "from dualcog.inference import run_model\n"
+        "work = Path(sys.argv[1])\n"
+        "model = json.loads((work / 'model.json').read_text())\n"
+        "prompts = pd.read_parquet(work / 'prompts.parquet')\n"
+        "run_model(model, prompts, pd.DataFrame(), work / 'media', work / 'cache')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+
+    def job(model: dict, prompts: pd.DataFrame) -> str:
+        """The job's error ('' when it succeeds): in this process on a real full tmpfs, in
+        a process of its own where only a size cap can stand in for one."""
+        if mounted or not fill:
+            try:
+                run_model(model, prompts, pd.DataFrame(), tmp_path / "media", cache)
+            except OSError as error:
+                return str(error)
+            return ""
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True,
+            timeout=120, preexec_fn=_capped(12 * 1024),
+        )  # fmt: skip
+        return done.stderr.decode().strip().splitlines()[-1] if done.returncode else ""
+
+    try:
+        with LoopbackServer() as server:
+            model = base_model(server, concurrency=2)
+            prompts = write_inputs(tmp_path, model, 40)
+            fill = True
+            error = job(model, prompts)
+            lines = cache_path(cache, "shared-vlm", "behavior").read_bytes().split(b"\n")
+            cached = sum(1 for line in lines if line.endswith(b"}"))
+            sent = server.requests
+            assert "behavior.jsonl" in error and "\n" not in error, error
+            if mounted:
+                assert error.startswith("no space left writing"), error
+            assert 0 < cached < 40 and sent - cached <= 2, (sent, cached)
+            if mounted:
+                assert _tmpfs(cache, "1m")
+            fill = False
+            assert job(model, prompts) == ""
+            assert server.requests == 40 + (sent - cached)
+            with server.lock:
+                assert len({request_marker(b) for b in server.bodies}) == 40
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(cache)], capture_output=True, timeout=30)

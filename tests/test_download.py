@@ -181,6 +181,21 @@ def test_a_connection_dropped_mid_file_resumes_from_the_bytes_received(hub, tmp_
     assert (into / A_VIDEO).read_bytes() == FILES[A_VIDEO]
 
 
+def test_retries_of_a_file_that_never_arrives_are_said_once(hub, tmp_path, monkeypatch, caplog):
+    from huggingface_hub import file_download
+
+    monkeypatch.setattr(file_download.time, "sleep", lambda s: None)  # its 1 s between tries
+    hub.drop_always.add(AN_IMAGE)
+    with caplog.at_level(logging.INFO), pytest.raises(DownloadError, match="rerun the download"):
+        fetch(tmp_path / "release", hub.commit, scenes=("env_12",))
+    assert len(hub.content_gets(AN_IMAGE)) == 6  # the first try and huggingface_hub's 5 retries
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    retries = [m for m in warnings if "retr" in m.lower()]
+    assert len(retries) == 1, warnings
+    assert retries[0].startswith("the Hub did not answer for http://127.0.0.1:")
+    assert "\n" not in retries[0] and "Max retries" not in " ".join(warnings)
+
+
 def test_an_interrupted_download_resumes_where_it_stopped(hub, tmp_path):
     into = tmp_path / "release"
     hub.broken.add(A_VIDEO)

@@ -609,3 +609,33 @@ def test_interval_lists_are_the_scorers() -> None:
             assert invalid == scorer_invalid and pairs == [tuple(r) for r in array.tolist()]
         mine = np.asarray(gold_pairs(chosen), dtype=float).reshape(-1, 2)
         np.testing.assert_array_equal(mine, gold_array(chosen))  # NaN where NaN
+
+
+def test_records_show_what_was_posted(tmp_path: Path, browser: Browser) -> None:
+    samples, parsed = _image_case()
+    scores = score_samples(samples, parsed, ("compatible",))
+    media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
+    responses = _responses(["fo1", "lp1"], dict(zip(samples.sample_id, samples.task, strict=True)))
+    switch = {"mode": "Instant", "family": "internvl", "body": {"continue_final_message": True},
+              "prefill": "<think>\n</think>", "system_prefix": False}  # fmt: skip
+    video = [{"source": "a", "sent": "b", "sent_sha256": "c" * 64, "bytes_before": 12_000_000,
+              "bytes_after": 4_500_000, "width": None, "bitrate_k": 1200}]  # fmt: skip
+    responses = responses.assign(
+        request_sha256=["f" * 64, None], request_temperature=[0.2, None],
+        request_max_tokens=pd.array([None, None], dtype="Int64"),
+        request_switch=[json.dumps(switch), None], request_prefill=["<think>\n</think>", None],
+        request_reencoded=[json.dumps(video), None],
+    )  # fmt: skip
+    records = _records(samples, parsed, scores, responses, media)
+    fo, lp = records
+    assert fo["request"] == {
+        "sha256": "f" * 64, "temperature": 0.2, "max_tokens": None, "switch": switch,
+        "prefill": "<think>\n</think>", "reencoded": video,
+    }  # fmt: skip
+    assert lp["request"] is None  # nothing recorded (a built-in backend's row)
+    # The card draws it: the sha, the settings and the re-encoding, as text.
+    cards = _drawn(browser, tmp_path, _cards(samples, media), records, "m", [])
+    text = " ".join(a.get("text", "") for _, a in _elements(cards[0]))
+    assert "Request sent" in text and "f" * 64 in text and "none sent" in text
+    assert "Instant (family internvl)" in text and "12000000 → 4500000 bytes (1200 kb/s)" in text
+    assert "Request sent" not in " ".join(a.get("text", "") for _, a in _elements(cards[1]))

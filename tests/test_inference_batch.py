@@ -102,6 +102,37 @@ def wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+STEP = """
+import signal, sys
+from types import SimpleNamespace
+from dualcog.runtime import run_step
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's foreground job
+job = SimpleNamespace(log=[sys.argv[1] + "/job.log"], rule="infer")
+run_step(job, lambda sm: exec(sys.argv[2]))
+"""
+
+
+@pytest.mark.integration
+def test_ctrl_c_while_a_batch_never_ends_says_in_one_line_what_is_pending(media_store, tmp_path):
+    make_prompts(3).to_parquet(tmp_path / "prompts.parquet")
+    with BatchServer() as server:
+        (tmp_path / "model.json").write_text(json.dumps(batch_model(server, api_key="EMPTY")))
+        server.hold.set()  # the batch never ends
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        process = subprocess.Popen(
+            [sys.executable, "-c", STEP, str(tmp_path), CHILD],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        wait_for(lambda: server.retrieves >= 2, "the child to poll its batch")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    lines = err.decode().strip().splitlines()
+    assert process.returncode == 1 and len(lines) == 1, err.decode()
+    assert f"interrupted: batch {server.order[0]} (3 requests) still pending" in lines[0]
+    assert "run the same command again to collect the answers" in lines[0]
+    assert len(records(tmp_path / "cache")) == 1
+
+
 @pytest.mark.integration
 def test_kill_9_while_pending_resumes_the_same_batch(media_store, tmp_path):
     prompts = make_prompts(8)
@@ -193,6 +224,44 @@ def test_unreadable_output_lines_are_skipped_with_a_warning(media_store, tmp_pat
     assert [line.split(" output_file_id ")[1] for line in warned] == [
         "line 3 unreadable, skipped", "line 4 unreadable, skipped", "line 5 unreadable, skipped"
     ]  # fmt: skip
+
+
+def test_duplicate_and_conflicting_result_lines_never_drop_an_ok_answer(
+    media_store, tmp_path, caplog
+):
+    """s0 answered twice (the first ok line stands), s1 answered and also in the error file
+    (the answer stands, not paid for again), s2 failed twice (an error row): each duplicate
+    is a warning naming both lines, and the batch's summary counts them."""
+
+    def rewrite(output: list, errors: list) -> tuple[list, list]:
+        first, second = output[0], output[1]
+        other = json.loads(json.dumps(first))
+        other["response"]["body"]["choices"][0]["message"]["content"] = "a later answer"
+        failed = {"custom_id": second["custom_id"], "response": None,
+                  "error": {"code": "server_error", "message": "lost"}}  # fmt: skip
+        failed2 = {**failed, "custom_id": output[2]["custom_id"]}
+        return [first, other, second], [failed, failed2, failed2]
+
+    with BatchServer() as server:
+        server.rewrite = rewrite
+        model = batch_model(server)
+        out = run(model, make_prompts(3), media_store, tmp_path)
+        assert list(out.status) == ["ok", "ok", "error"]
+        assert "a later answer" not in out.raw_text[0] and "lost" in out.error_message[2]
+        warned = [r.getMessage() for r in caplog.records if " again at " in r.getMessage()]
+        assert [w.split(": custom_id ")[1].split(" ", 1)[1] for w in warned] == [
+            "again at output_file_id line 2 (first at output_file_id line 1); kept: "
+            "output_file_id line 1",
+            "again at error_file_id line 1 (first at output_file_id line 3); kept: "
+            "output_file_id line 3",
+            "again at error_file_id line 3 (first at error_file_id line 2); kept: "
+            "error_file_id line 2",
+        ]
+        assert any("3 duplicate result lines" in r.getMessage() for r in caplog.records)
+        server.rewrite = None
+        again = run(model, make_prompts(3), media_store, tmp_path)  # only s2 goes again
+        assert list(again.status) == ["ok", "ok", "ok"]
+        assert sent_ids(server.inputs[-1]) == ["s002"]
 
 
 def test_a_kill_between_create_and_record_finds_the_created_batch(

@@ -297,18 +297,23 @@ def test_replay_carries_cached_tokens_and_refusals(tmp_path):
     assert [r["refusal"] for r in rows] == [None, "declined"]
 
 
-@pytest.mark.integration
-def test_a_limit_never_blocks_forever_when_a_holder_is_killed(tmp_path):
-    """A process killed with a reservation held frees it (its flock goes with it)."""
+def answer(tmp_path: Path, key: str, sample: str, tokens: int) -> None:
+    """The cache line of request (key, sample) with `tokens` prompt tokens."""
+    with (tmp_path / "m" / "behavior.jsonl").open("ab") as handle:
+        handle.write(cache_line(key, sample, {"status": "ok", "prompt_tokens": tokens}))
+
+
+def _killed_holder(tmp_path: Path, answer_first: bool) -> None:
+    """A real process reserves request `k1` (40 tokens) and is killed with `kill -9`; with
+    `answer_first`, its cache line was written before the kill."""
     import subprocess
     import sys
 
-    folder = tmp_path / "m" / ".budget"
     code = (
         "import sys, time; from pathlib import Path; from dualcog.inference.limits import "
-        "SpendLimit; s = SpendLimit({'name': 'm', 'token_limit': 50, "
+        "SpendLimit; s = SpendLimit({'name': 'm', 'token_limit': 100, "
         "'estimated_tokens_per_request': 40}, Path(sys.argv[1]), 'behavior'); s.open(); "
-        "print(s.try_reserve(), flush=True); time.sleep(60)"
+        "print(s.try_reserve('k1', 's1'), flush=True); time.sleep(60)"
     )
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": src}
@@ -317,12 +322,54 @@ def test_a_limit_never_blocks_forever_when_a_holder_is_killed(tmp_path):
     )
     try:
         assert holder.stdout.readline().startswith(b"Spend(tokens=40")
-        limit = limit_of(tmp_path, token_limit=50, estimated_tokens_per_request=40)
+        limit = limit_of(tmp_path, token_limit=100, estimated_tokens_per_request=40)
         limit.open()
-        assert limit.try_reserve() is None  # 40 + 40 > 50 while the holder lives
+        assert limit.try_reserve() == Spend(40, 0)
+        assert limit.try_reserve() is None  # 40 + 40 + 40 > 100 while the holder lives
+        limit.settle(Spend(40, 0))
+        if answer_first:
+            answer(tmp_path, "k1", "s1", 30)
     finally:
         holder.kill()
         holder.wait()
-    assert asyncio.run(limit.reserve()) == Spend(40, 0)
+    return limit
+
+
+@pytest.mark.integration
+def test_a_request_in_flight_at_a_kill_counts_at_its_reservation(tmp_path):
+    """The killed holder's request may have been billed: its 40 tokens move to the lost
+    ledger and count as spent (40 + 40 <= 100 sends; 80 + 40 > 100 is refused)."""
+    limit = _killed_holder(tmp_path, answer_first=False)
+    assert asyncio.run(limit.reserve("k2", "s2")) == Spend(40, 0)
+    folder = tmp_path / "m" / ".budget"
+    assert [json.loads(line)["cache_key"] for line in (folder / "lost.jsonl").open()] == ["k1"]
+    assert limit.lost() == Spend(40, 0) and limit.spent_now() == Spend(40, 0)
+    limit.settle(Spend(40, 0), "k2", "s2")
+    answer(tmp_path, "k2", "s2", 40)
+    refused = asyncio.run(limit.reserve("k3", "s3"))
+    assert isinstance(refused, Refusal) and "(80 tokens spent)" in refused.text
+    assert "40 tokens, $0.0000 reserved by requests in flight at a crash" in limit.state_text()
     limit.close()
     assert list(folder.glob("hold-*.bin")) == []
+
+
+@pytest.mark.integration
+def test_a_request_answered_before_the_kill_is_counted_once_from_the_cache(tmp_path):
+    limit = _killed_holder(tmp_path, answer_first=True)
+    assert asyncio.run(limit.reserve()) == Spend(40, 0)  # 30 spent + 40 <= 100
+    assert not (tmp_path / "m" / ".budget" / "lost.jsonl").exists()
+    assert limit.spent_now() == Spend(30, 0)
+    limit.close()
+
+
+def test_a_process_that_ends_with_requests_unsettled_leaves_them_counted(tmp_path):
+    """Ctrl-C, an error or a full cache after sending: the reservation is not dropped."""
+    limit = limit_of(tmp_path, token_limit=100, estimated_tokens_per_request=40)
+    limit.open()
+    assert limit.try_reserve("k1", "s1") == Spend(40, 0)
+    limit.close()
+    again = limit_of(tmp_path, token_limit=100, estimated_tokens_per_request=40)
+    assert again.spent_now() == Spend(40, 0)
+    lost = tmp_path / "m" / ".budget" / "lost.jsonl"
+    lost.write_text(lost.read_text() * 2 + "not json\n")  # recorded twice: counted once
+    assert again.spent_now() == Spend(40, 0)

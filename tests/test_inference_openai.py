@@ -91,7 +91,7 @@ def test_request_body_shape_for_an_instant_qwen_vllm_run(server, media_store, tm
 
     body = sorted(server.bodies, key=lambda b: b["messages"][1]["content"][0]["text"])[0]
     assert body["model"] == "Qwen3-VL-8B"  # run name without the mode suffix
-    assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 2048  # PROTOCOL §11.1
     assert body["chat_template_kwargs"] == {"enable_thinking": False, "add_vision_id": True}
     assert body["top_k"] == 1
     system, user = body["messages"]
@@ -133,7 +133,8 @@ def test_settings_from_config():
         ("glm", "Thinking", {}),
         ("openrouter", "Instant", {"reasoning": {"enabled": False}}),
         ("openrouter", "Thinking", {"reasoning": {"enabled": True}}),
-        ("openrouter", "Reasoning", {"reasoning": {"effort": "low"}}),
+        ("openrouter", "Reasoning", {"reasoning": {"enabled": True}}),
+        ("openrouter", "Thinking-High", {"reasoning": {"enabled": True, "effort": "high"}}),
         ("internvl", "Instant", {"continue_final_message": True, "add_generation_prompt": False}),
     ],
 )
@@ -147,12 +148,13 @@ def test_internvl_instant_prefills_an_empty_think_block(media_store):
     settings = request_settings({"name": "InternVL3-Instant", "family": "internvl"})
     messages = build_messages(make_prompts(1).iloc[0].to_dict(), settings, media_store)
     assert [m["role"] for m in messages] == ["system", "user", "assistant"]
-    assert messages[-1]["content"] == "<think>\n</think>\n"
+    assert messages[-1]["content"] == "<think>\n</think>"
     thinking = request_settings(
         {"name": "InternVL3-Thinking", "family": "internvl", "thinking_system_prefix": "THINK. "}
     )
     messages = build_messages(make_prompts(1).iloc[0].to_dict(), thinking, media_store)
-    assert messages[0]["content"] == "THINK. You are a UAV." and len(messages) == 2
+    text = "THINK. \n\nThen follow the task-specific instruction below.\n\nYou are a UAV."
+    assert messages[0]["content"] == [{"type": "text", "text": text}] and len(messages) == 2
 
 
 def test_missing_system_prompt_sends_no_system_message(server, media_store, tmp_path):
@@ -176,7 +178,7 @@ def test_config_errors_name_fields_not_secrets(monkeypatch):
     with pytest.raises(ValueError, match="no `family`"):
         request_settings({"name": "M-Instant"})
     with pytest.raises(ValueError, match="unknown family"):
-        request_settings({"name": "M", "family": "qwen"})
+        request_settings({"name": "M", "family": "qwen_hf"})
     with pytest.raises(ValueError, match="thinking_system_prefix"):
         request_settings({"name": "M-Thinking", "family": "internvl"})
     monkeypatch.delenv("DUALCOG_TEST_KEY")

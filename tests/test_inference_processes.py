@@ -237,3 +237,47 @@ print("openai" in sys.modules, "httpx2" in sys.modules)
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_spend_limits_hold_through_kill_9_at_five_random_points(work):
+    """A request in flight at a `kill -9` may have been billed: it counts against the limits
+    at its reservation (the lost ledger), so the server never bills past either limit."""
+    import random
+
+    billed = {"tokens": 0, "cost": 0.0}
+    prices = {"input": 10.0, "output": 30.0}
+    each_cost = (11 * 10.0 + 7 * 30.0) / 1e6  # completion(): 11 prompt, 7 completion tokens
+
+    def billing(body: dict, count: int) -> Reply:
+        with lock:  # billed on arrival: the provider charges whether or not the answer lands
+            billed["tokens"] += 18
+            billed["cost"] += each_cost
+        time.sleep(0.15)
+        return echo_reply(body, count)
+
+    lock = threading.Lock()
+    seed = random.randrange(1 << 30)
+    pick = random.Random(seed)
+    note = f"seed {seed}"
+    with LoopbackServer(billing) as server:
+        model = base_model(server, token_limit=400, cost_limit=0.0085, prices=prices,
+                           estimated_tokens_per_request=18)  # fmt: skip
+        write_inputs(work, model, 40)
+        for _ in range(5):
+            # A random point of the sending: after 1 to 6 more requests reached the server
+            # (each answered 0.15 s later, so up to four are in flight), or the job's end.
+            target = server.requests + pick.randint(1, 6)
+            process = child(work)
+            deadline = time.monotonic() + 60
+            while server.requests < target and process.poll() is None:
+                assert time.monotonic() < deadline, note
+                time.sleep(pick.uniform(0.0, 0.02))
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        process = child(work)
+        process.communicate(timeout=120)
+        lost = work / "cache" / "shared-vlm" / ".budget" / "lost.jsonl"
+        note += f", {server.requests} requests, lost ledger: {lost.exists()}"
+        assert billed["tokens"] <= 400, note
+        assert billed["cost"] <= 0.0085 + 1e-12, note
+        assert server.requests >= 10, note  # the limits, not the kills, stopped the sending

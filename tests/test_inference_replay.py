@@ -11,6 +11,7 @@ import pytest
 from dualcog import schemas
 from dualcog.errors import DataError
 from dualcog.inference import run_model, run_per_model
+from dualcog.inference.replay import read_source
 
 
 def replay_prompts(sample_ids: list[str]) -> pd.DataFrame:
@@ -134,6 +135,15 @@ def test_malformed_line_names_file_and_line(tmp_path):
     source.write_text(json.dumps({"raw_text": "no id"}) + "\n")
     with pytest.raises(DataError, match=r"responses\.jsonl, field 'sample_id': row 1 has no"):
         _replay(source, replay_prompts(["s1"]))
+
+
+@pytest.mark.parametrize("nesting", ["[" * 100_000, '{"a":' * 50_000 + "1" + "}" * 50_000])
+def test_a_line_nested_thousands_deep_names_file_and_line(tmp_path, nesting):
+    source = tmp_path / "deep.jsonl"
+    source.write_text('{"sample_id": "s1", "raw_text": "A"}\n' + nesting + "\n")
+    with pytest.raises(DataError, match=r"line 2: JSON nested too deeply") as info:
+        read_source(source)
+    assert str(source) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_missing_source_and_missing_setting(tmp_path):

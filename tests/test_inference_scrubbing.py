@@ -61,6 +61,16 @@ def test_each_encoding_of_the_key_is_scrubbed(form):
         assert leak not in text, (form, text)
 
 
+@pytest.mark.parametrize(
+    "key", ["sk-proj-AbCdEf0123456789xY+/w==", "AbCdEfGh1234567890Ij+", "aB+/cDeFgH12345678kl/"]
+)
+@pytest.mark.parametrize("gap", ["…", "...", "****"])
+def test_a_masked_key_ending_or_starting_in_base64_characters_is_scrubbed(key, gap):
+    for head, tail in ((8, 4), (4, 4), (8, 2)):
+        text = scrub(f'{{"error": "Incorrect API key: {key[:head]}{gap}{key[-tail:]}."}}', [key])
+        assert text == '{"error": "Incorrect API key: ***."}', (head, tail, text)
+
+
 def test_other_text_is_left_alone():
     text = 'a sk-zzz…qqq of someone else, "aGVsbG8gd29ybGQ=" and 100% of 50%20 ...'
     assert scrub(text, [KEY]) == text
@@ -115,3 +125,34 @@ def test_a_401_echoing_the_key_leaves_it_neither_in_the_cache_nor_the_responses(
     assert [m for m in messages if not m.endswith("bad key ***")] == []
     for leak in {KEY, KEY[3:11], KEY[-12:], *(b64(KEY, u, False)[4:16] for u in (0, 1))}:
         assert leak not in stored, [m for m in messages if leak in m]
+
+
+@pytest.mark.parametrize(
+    "key", ["sk-proj-Zx81Qm0aLp4Rt7Vw2Ye5+/Ab==", "Qm0aLp4Rt7Vw2Ye5Zx81+", "Rt7Vw2Ye5Zx81Qm0aLp/"]
+)
+def test_a_401_echoing_a_masked_key_ending_in_base64_characters_leaves_no_file_with_it(
+    media_store, tmp_path, monkeypatch, key
+):
+    monkeypatch.setenv("DUALCOG_SCRUB_KEY", key)
+    masked = f"{key[:8]}…{key[-4:]}"
+
+    def refuse(body: dict, count: int) -> Reply:
+        return 401, {"error": {"message": f"Incorrect API key provided: {masked}."}}, {}
+
+    row = {"sample_id": "s1", "task": "behavior", "request_key": "rk1", "system_text": "s",
+           "user_text": "u", "media_keys": [], "media_kinds": [],
+           "offered_option_ids": ["A"]}  # fmt: skip
+    prompts = schemas.to_table(pd.DataFrame([row]), schemas.PROMPTS).to_pandas()
+    with LoopbackServer(refuse) as server:
+        model = {"name": "M-Instant", "backend": "openai", "family": "qwen_vllm",
+                 "api_base": server.api_base, "api_key": "${DUALCOG_SCRUB_KEY}",
+                 "max_retries": 0}  # fmt: skip
+        out = run_model(model, prompts, pd.DataFrame(), media_store, tmp_path / "c")
+    out.to_parquet(tmp_path / "c" / "responses.parquet")
+    assert out.error_message[0].endswith("Incorrect API key provided: ***."), out.error_message[0]
+    files = [path for path in (tmp_path / "c").rglob("*") if path.is_file()]
+    assert len(files) >= 2
+    for path in files:
+        data = path.read_bytes()
+        for leak in (masked, key[:8], masked.encode("unicode_escape").decode()):
+            assert leak.encode() not in data, (path, leak)

@@ -59,6 +59,15 @@ def test_every_problem_at_once_by_model(tmp_path: Path) -> None:
     assert text.startswith("5 problem(s) in my.yaml; nothing was run:")
     assert "  REMOTE_KEY: 1 (remote-Instant)" in text
     assert "  model remote-Instant: ${REMOTE_BASE} (api_base) is not set; ${REMOTE_KEY}" in text
+    # A model's key is never written in a file: the fixes named are exporting and dropping.
+    assert "missing environment variables (export them, or drop the models that need them):" in text
+    assert "profile" not in text
+    with_profile = report(
+        check(validate_config(config), {}, profile={"set-resources infer:slurm_account": "$ACC"}),
+        "my.yaml",
+    )
+    assert "  profile: $ACC (set-resources infer:slurm_account) is not set" in with_profile
+    assert "or write the profile's resource values without them):" in with_profile
 
 
 def test_data_root_missing_or_unset(tmp_path: Path) -> None:

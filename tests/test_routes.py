@@ -102,56 +102,73 @@ def test_fixture_loads_as_it_is() -> None:
 
 
 SWITCHES = [
-    # run name, family it is recognised as, what the body must hold, what it must not
-    ("Qwen3.5-9B-Instant", "qwen_vllm", {"chat_template_kwargs": {"enable_thinking": False}}, []),
-    ("Qwen3.5-9B-Thinking", "qwen_vllm", {}, ["chat_template_kwargs", "enable_thinking"]),
-    ("Qwen3.6-Plus-Instant", "dashscope", {"enable_thinking": False}, ["thinking_budget"]),
+    # run name, its family by the authors' rules, the model's settings, what the body must hold,
+    # what it must not (tests/test_request_contract.py checks whole bodies, row by row)
+    ("Qwen3.5-9B-Instant", "qwen", {}, {"chat_template_kwargs": {"enable_thinking": False}}, []),
+    ("Qwen3.5-9B-Thinking", "qwen", {}, {}, ["chat_template_kwargs", "enable_thinking"]),
+    ("Qwen3.6-Plus-Instant", "qwen", {}, {"enable_thinking": False}, ["thinking_budget"]),
     (
         "Qwen3.6-Plus-Thinking",
-        "dashscope",
+        "qwen",
+        {},
         {"enable_thinking": True, "thinking_budget": 4000},
         [],
     ),
-    ("Kimi-K2.5-Instant", "dashscope", {"enable_thinking": False}, []),
-    ("Kimi-K2.5-Thinking", "dashscope", {"enable_thinking": True}, ["thinking_budget"]),
+    ("Kimi-K2.5-Instant", "kimi", {}, {"enable_thinking": False}, []),
+    ("Kimi-K2.5-Thinking", "kimi", {}, {"enable_thinking": True}, ["thinking_budget"]),
     (
         "InternVL-3.5-8B-Instant",
         "internvl",
+        {},
         {"continue_final_message": True, "add_generation_prompt": False},
         [],
     ),
-    ("InternVL-3.5-8B-Thinking", "internvl", {}, ["continue_final_message"]),
-    ("Intern-S1-Pro-Instant", "intern_s1", {"thinking_mode": False}, []),
-    ("Intern-S1-Pro-Thinking", "intern_s1", {}, ["thinking_mode"]),
-    ("GLM-4.6V-Instant", "glm", {"thinking": {"type": "disabled"}}, []),
-    ("GLM-4.6V-Thinking", "glm", {}, ["thinking"]),
-    ("MiMo-V2-Omni-Instant", "glm", {"thinking": {"type": "disabled"}}, []),
-    ("MiMo-V2-Omni-Thinking", "glm", {}, ["thinking"]),
-    ("Claude-Sonnet-4.6-Instant", "openrouter", {"reasoning": {"enabled": False}}, []),
-    ("Claude-Sonnet-4.6-Thinking", "openrouter", {"reasoning": {"enabled": True}}, []),
-    ("Muse-Spark-1.3-Contributor-Reasoning", "openrouter", {"reasoning": {"effort": "low"}}, []),
+    (
+        "InternVL-3.5-8B-Thinking",
+        "internvl",
+        {"thinking_system_prefix": THINK_PREFIX},
+        {},
+        ["continue_final_message"],
+    ),
+    ("Intern-S1-Pro-Instant", "interns1", {}, {"thinking_mode": False}, []),
+    ("Intern-S1-Pro-Thinking", "interns1", {}, {}, ["thinking_mode"]),
+    ("GLM-4.6V-Instant", "glm", {}, {"thinking": {"type": "disabled"}}, []),
+    ("GLM-4.6V-Thinking", "glm", {}, {}, ["thinking"]),
+    ("MiMo-V2-Omni-Instant", "xiaomi", {}, {"thinking": {"type": "disabled"}}, ["reasoning"]),
+    ("MiMo-V2-Omni-Thinking", "xiaomi", {}, {}, ["thinking", "reasoning"]),
+    ("Claude-Sonnet-4.6-Instant", "claude", {}, {"reasoning": {"enabled": False}}, []),
+    ("Claude-Sonnet-4.6-Thinking", "claude", {}, {"reasoning": {"enabled": True}}, []),
+    (
+        "Muse-Spark-1.3-Contributor-Reasoning",
+        "openrouter",  # no rule recognises it: the configured family
+        {"family": "openrouter", "reasoning_only": True, "reasoning_effort": "minimal"},
+        {"reasoning": {"enabled": True, "effort": "minimal"}},
+        [],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "family", "holds", "lacks"), SWITCHES)
-def test_request_body_of_each_family_and_mode(server, tmp_path, name, family, holds, lacks):
-    settings = {"thinking_system_prefix": THINK_PREFIX} if "InternVL" in name else {}
+@pytest.mark.parametrize(("name", "family", "settings", "holds", "lacks"), SWITCHES)
+def test_request_body_of_each_family_and_mode(
+    server, tmp_path, name, family, settings, holds, lacks
+):
     model = resolved(name, **settings)
     assert model["family"] == family
     body, headers = sent_body(server, tmp_path, model)
     routes = read_routes_file(FIXTURE)
     route = routes[name.rsplit("-", 1)[0]]
     assert body["model"] == route["request_model"]
-    assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 2048
     for key, value in holds.items():
         assert body[key] == value, key
     for key in lacks:
         assert key not in body, key
     messages = body["messages"]
     if name == "InternVL-3.5-8B-Instant":
-        assert messages[-1] == {"role": "assistant", "content": "<think>\n</think>\n"}
+        assert messages[-1] == {"role": "assistant", "content": "<think>\n</think>"}
     elif name == "InternVL-3.5-8B-Thinking":
-        assert messages[0]["content"] == THINK_PREFIX + "You are a UAV."
+        text = THINK_PREFIX + "\n\nThen follow the task-specific instruction below.\n\n"
+        assert messages[0]["content"] == [{"type": "text", "text": text + "You are a UAV."}]
         assert [m["role"] for m in messages] == ["system", "user"]
     else:
         assert [m["role"] for m in messages] == ["system", "user"]
@@ -165,7 +182,7 @@ def test_route_values_and_model_overrides(server) -> None:
     glm = resolved("GLM-4.6V-Instant")
     assert glm["rpm_limit"] == 120  # `${FIXTURE_GLM_RPM}` read at start-up
     assert glm["api_key"] == "${FIXTURE_CLOUD_KEY}"  # secrets stay references
-    plus = resolved("Qwen3.6-Plus-Thinking", rpm_limit=5, family="none", route="Qwen3.6-Plus")
+    plus = resolved("Qwen3.6-Plus-Thinking", rpm_limit=5, family="none", override_family=True)
     assert plus["rpm_limit"] == 5 and plus["family"] == "none"
     assert plus["tpm_limit"] == 1000000 and plus["request_model"] == "qwen3.6-plus"
     # A model that names its own endpoint needs no route.
@@ -187,6 +204,7 @@ def test_unknown_family_fails_at_start_naming_the_model() -> None:
     # Without a suffix no switch is needed, and `family:` on the model settles it.
     assert resolved("Mystery-VLM")["request_model"] == "Mystery-VLM"
     assert resolved("Mystery-VLM-Instant", family="glm")["family"] == "glm"
+    assert resolved("Mystery-VLM-Instant", family="qwen_vllm")["family"] == "qwen"
 
 
 def test_missing_variables_are_listed_by_model(monkeypatch) -> None:
@@ -257,9 +275,9 @@ def test_our_route_format_and_inline_routes(tmp_path) -> None:
     assert local["serve"]["model"] == "/models/local-vlm" and local["concurrency"] == 16
     assert local["channel"] == "local" and local["request_model"] == "Local-VLM"
     assert remote["api_key"] == "${R_KEY}" and remote["channel"] == "api"
-    bad = {"family": "qwen", "serve": {"model": "/m"}}
+    bad = {"family": "qwen_hf", "serve": {"model": "/m"}}
     ours.write_text(yaml.safe_dump({"routes": {"Local-VLM": bad}}))
-    with pytest.raises(ConfigError, match=r"Local-VLM-Instant\)\.family"):
+    with pytest.raises(ConfigError, match=r"model Local-VLM-Instant: family: 'qwen_hf' is not"):
         validate_config(
             {
                 "data_root": "d",

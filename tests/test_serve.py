@@ -221,6 +221,48 @@ def test_an_impostor_on_the_port_gets_no_request_and_a_clear_error(tmp_path, mon
     assert all(not alive(pid) and not alive(worker) for pid, worker in started(starts))
 
 
+@pytest.mark.parametrize("answer", ["huge", "short"])
+def test_a_models_listing_of_a_gigabyte_or_cut_short_is_capped_and_named(tmp_path, answer):
+    """GET /v1/models with the key answers 1 GiB (streamed: at most the cap is read) or
+    promises more than it sends: a clear identity error, no hang, no uncaught exception."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            if "Authorization" not in self.headers:
+                self.send_response(401)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 30 if answer == "huge" else 1000))
+            self.end_headers()
+            if answer == "short":
+                self.wfile.write(b'{"data": [')
+                return  # the connection closes 990 bytes short
+            chunk = b" " * 65536
+            with contextlib.suppress(OSError):
+                for _ in range((1 << 30) // len(chunk)):
+                    self.wfile.write(chunk)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    listener.daemon_threads = True
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    server = ManagedServer(serve_spec(fake_model(tmp_path / "s.txt")), tmp_path / "s.log")
+    server.port, server.api_key = listener.server_address[1], "k" * 16
+    try:
+        with pytest.raises(ServeError) as info:
+            server.check_identity()
+    finally:
+        listener.shutdown()
+        listener.server_close()
+    expected = {"huge": "a reply over 1024 KiB, not read", "short": "cut short: 10 of 1000 bytes"}
+    expected = expected[answer]
+    assert expected in str(info.value) and "401 without its per-launch key" in str(info.value)
+
+
 def test_identity_needs_401_without_the_key_and_the_served_name(tmp_path, monkeypatch):
     """A real vLLM-like server on the port but started without our key is refused too."""
     starts = tmp_path / "other.txt"
@@ -398,40 +440,39 @@ def test_a_server_left_by_a_killed_job_is_reaped_by_the_next(tmp_path: Path) -> 
                 os.kill(leftover, signal.SIGKILL)
 
 
-def pidfile_for(path: Path, pid: int, **changes: object) -> None:
-    """A pidfile naming `pid` as written for it, whose owner job is gone, with `changes`."""
+def pidfile_for(path: Path, token: str, **changes: object) -> None:
+    """A pidfile naming `token` as written for it, whose owner job is gone, with `changes`."""
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone_start = serving.process_start(gone.pid)
     gone.wait()
-    record = {
-        "pid": pid,
-        "pgid": pid,
-        "start": serving.process_start(pid),
-        "cmdline": serving.process_cmdline(pid),
-        "owner_pid": gone.pid,
-        "owner_start": gone_start,
-        **changes,
-    }
-    path.write_text(json.dumps(record))
+    record = {"token": token, "pid": None, "owner_pid": gone.pid, "owner_start": gone_start}
+    path.write_text(json.dumps({**record, **changes}))
+
+
+TOKEN = "0123456789abcdef" * 2
+
+
+def with_token(token: str = TOKEN) -> dict[str, str]:
+    return {**os.environ, serving.SERVER_ID_VARIABLE: token}
 
 
 @pytest.mark.parametrize(
     ("changes", "reaped"),
     [
         ({}, True),
-        ({"cmdline": ["vllm", "serve", "/m"]}, False),  # the pid now runs something else
-        ({"start": 1}, False),  # same command, started at another time: a reused pid
+        ({"token": "f" * 32}, False),  # another server's token: this process is not named
+        ({"token": "0123"}, False),  # too short to name anything
         ({"owner_pid": os.getpid(), "owner_start": None}, None),  # filled in below
     ],
 )
-def test_the_reaper_kills_only_the_recorded_process(tmp_path, changes, reaped) -> None:
+def test_the_reaper_kills_only_the_processes_carrying_the_token(tmp_path, changes, reaped):
     other = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+        [sys.executable, "-c", "import time; time.sleep(600)"], env=with_token()
     )
     try:
         if reaped is None:  # the owning job still runs: its server is no orphan
             changes = {"owner_pid": os.getpid(), "owner_start": serving.process_start(os.getpid())}
-        pidfile_for(tmp_path / "x.pid", other.pid, **changes)
+        pidfile_for(tmp_path / "x.pid", **{"token": TOKEN, **changes})
         stopped = serving.reap_orphans(tmp_path, grace_s=1.0)
         assert (stopped == [other.pid]) is bool(reaped)
         assert wait_gone([other.pid]) if reaped else alive(other.pid)
@@ -439,6 +480,54 @@ def test_the_reaper_kills_only_the_recorded_process(tmp_path, changes, reaped) -
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_launcher_script_ignoring_sigterm_never_outlives_five_killed_jobs(tmp_path) -> None:
+    """A server started through `#!/usr/bin/env python3` (its command line changes after the
+    start) that ignores SIGTERM, its job killed with SIGKILL five times: each next start reaps
+    what the killed job left, and once the last one stops, no server process is alive."""
+    launcher = tmp_path / "serve-launcher"
+    launcher.write_text(
+        "#!/usr/bin/env python3\n"
+        "import runpy, sys\n"
+        f"sys.argv[0] = {str(FAKE)!r}\n"
+        f"runpy.run_path({str(FAKE)!r}, run_name='__main__')\n"
+    )
+    launcher.chmod(0o755)
+    starts, pids = tmp_path / "starts.txt", tmp_path / "pids"
+    model = fake_model(starts, "--ignore-term", command=[str(launcher)])
+    script = (
+        "import sys, time\n"
+        "from dualcog.serving.server import ManagedServer, serve_spec\n"
+        f"spec = serve_spec({model!r})\n"
+        "server = ManagedServer(spec, sys.argv[1], stop_grace_s=0.3, pid_dir=sys.argv[2])\n"
+        "with server:\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    try:
+        for round_ in range(5):
+            job = subprocess.Popen(
+                [sys.executable, "-c", script, str(tmp_path / "serve.log"), str(pids)],
+                stdout=subprocess.PIPE,
+            )
+            assert job.stdout is not None and job.stdout.readline().strip() == b"ready"
+            job.kill()
+            job.wait(timeout=30)
+            assert len(started(starts)) == round_ + 1
+            # Every earlier server was reaped by this round's start; this one lives on.
+            assert [alive(p) or alive(w) for p, w in started(starts)] == [False] * round_ + [True]
+        with ManagedServer(serve_spec(fake_model(tmp_path / "next.txt")), tmp_path / "next.log",
+                           stop_grace_s=0.3, pid_dir=pids):  # fmt: skip
+            pass
+        everything = [
+            pid for pair in started(starts) + started(tmp_path / "next.txt") for pid in pair
+        ]
+        assert wait_gone(everything, 5.0) and not list(pids.glob("*.pid"))
+    finally:
+        for pid in [pid for pair in started(starts) for pid in pair]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_the_reaper_stops_workers_whose_leader_has_exited(tmp_path: Path) -> None:
@@ -453,15 +542,16 @@ def test_the_reaper_stops_workers_whose_leader_has_exited(tmp_path: Path) -> Non
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         start_new_session=True,
+        env=with_token(),
     )
     assert leader.stdout is not None and leader.stdin is not None
     worker = int(leader.stdout.readline())
     try:
-        pidfile_for(tmp_path / "x.pid", leader.pid)
+        pidfile_for(tmp_path / "x.pid", TOKEN)
         leader.stdin.close()
         leader.wait(timeout=30)
         assert alive(worker)
-        assert serving.reap_orphans(tmp_path, grace_s=1.0) == [leader.pid]
+        assert serving.reap_orphans(tmp_path, grace_s=1.0) == [worker]
         assert wait_gone([worker])
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -485,10 +575,10 @@ def test_vllm_available_names_the_model_and_how_to_install(tmp_path: Path) -> No
 
 def test_the_reaper_leaves_pidfiles_of_other_machines_alone(tmp_path: Path) -> None:
     other = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
+        [sys.executable, "-c", "import time; time.sleep(600)"], env=with_token()
     )
     try:
-        pidfile_for(tmp_path / "x.pid", other.pid, host="another-node")
+        pidfile_for(tmp_path / "x.pid", TOKEN, host="another-node")
         assert serving.reap_orphans(tmp_path, grace_s=1.0) == []
         assert alive(other.pid) and (tmp_path / "x.pid").exists()
     finally:

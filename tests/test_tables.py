@@ -81,7 +81,7 @@ def test_csv_keeps_fractions_and_latex_html_escape() -> None:
     assert frame.loc["b", "LP Option Acc"] == 0.75
     latex = to_latex(table)
     assert r"\textbf{75.0}" in latex and r"\underline{50.0}" in latex
-    assert r"\textsuperscript{T}" in latex
+    assert r"\textsuperscript{\scriptsize T}" in latex  # a 7 pt mark, legible when scaled
     html = to_html(table)
     assert "<b>75.0</b>" in html and "<u>50.0</u>" in html
 

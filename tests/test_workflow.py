@@ -225,3 +225,14 @@ def test_snakemakes_start_up_in_the_test_environment_loads_no_pandas() -> None:
     check = "import sys, snakemake.cli\nprint('pandas' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_malformed_config_file_is_named_with_its_line_and_column(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(
+        "data_root: x\nmodels:\n  - name: a\n   backend: oracle\n"
+    )
+    result = run_snakemake(tmp_path, "-n", check=False)
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert "config file config/config.yaml, line 4, column 4: not valid YAML" in said, said

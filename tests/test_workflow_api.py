@@ -8,6 +8,7 @@ a fenced per-mille run, and the response cache makes a rerun send nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -65,6 +66,7 @@ def test_openai_backend_end_to_end(tmp_path: Path) -> None:
         _run(tmp_path, server.api_base, "--omit-from", "plots")
         first_requests = server.requests
         bodies, headers = list(server.bodies), list(server.headers)
+        posted = {hashlib.sha256(raw).hexdigest() for raw in server.raw_bodies}
         # One request per sample of the three tasks, also for the two demo samples whose
         # requests are the very same (PROTOCOL §1, v2.3).
         assert first_requests == 16 * 3
@@ -81,7 +83,7 @@ def test_openai_backend_end_to_end(tmp_path: Path) -> None:
     assert all(h["authorization"] == f"Bearer {SECRET}" for h in headers)
     for body in bodies:
         assert body["model"] == "loop/vlm"
-        assert body["temperature"] == 0.0 and body["max_tokens"] == 2048
+        assert body["temperature"] == 0.2 and body["max_tokens"] == 2048  # PROTOCOL §11.1
         assert body["chat_template_kwargs"] == {"enable_thinking": False}
         content = body["messages"][1]["content"]
         assert content[0]["type"] == "text"
@@ -97,6 +99,19 @@ def test_openai_backend_end_to_end(tmp_path: Path) -> None:
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+    # Each request's record names the bytes that arrived; the stamp digests the set (§11.5).
+    lines = []
+    for task in TASKS:
+        frame = pd.read_parquet(tmp_path / f"results/responses/loop-vlm-Instant/{task}.parquet")
+        assert set(frame.request_sha256) <= posted and frame.request_temperature.eq(0.2).all()
+        lines += [
+            f"{task}\t{s}\t{h}\n"
+            for s, h in zip(frame.sample_id, frame.request_sha256, strict=True)
+        ]
+    entry = json.loads((tmp_path / "results/stamp.json").read_text())["models"]["loop-vlm-Instant"]
+    digest = hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()[:16]
+    assert entry["request_set"] == {"requests": 48, "digest": digest}
 
     responses = pd.read_parquet(tmp_path / "results/responses/loop-vlm-Instant/behavior.parquet")
     assert (responses["status"] == "ok").all()

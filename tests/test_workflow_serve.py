@@ -38,11 +38,13 @@ SERVED_OUTPUTS = [METRICS] + [
 ]
 
 
-def config(starts: Path, *server_args: str, health_timeout_s: float = 60) -> dict:
+def config(
+    starts: Path, *server_args: str, health_timeout_s: float = 60, command: list | None = None
+) -> dict:
     serve = {
         "model": "/models/local-vlm",
         "served_name": "local-vlm",
-        "command": [sys.executable, str(FAKE)],
+        "command": command or [sys.executable, str(FAKE)],
         "args": [
             "--starts-file",
             str(starts),
@@ -232,7 +234,16 @@ def test_kill_9_leaves_a_server_that_the_next_run_reaps(prepared: Path, tmp_path
     leader with it): a worker that ignored SIGTERM too would hold the reaping run for the 30 s
     stop grace before its SIGKILL. That escalation is test_serve.py's
     `test_a_server_left_by_a_killed_job_is_reaped_by_the_next` (the same reaper, 1 s grace)."""
-    workdir = served_run(prepared, tmp_path, "--hold-after", "1", "--leader-ignores-term")
+    # Started through `#!/usr/bin/env python3`: its command line changes after the start.
+    launcher = tmp_path / "serve-launcher"
+    launcher.write_text(
+        "#!/usr/bin/env python3\nimport runpy, sys\n"
+        f"sys.argv[0] = {str(FAKE)!r}\nrunpy.run_path({str(FAKE)!r}, run_name='__main__')\n"
+    )
+    launcher.chmod(0o755)
+    workdir = served_run(
+        prepared, tmp_path, "--hold-after", "1", "--leader-ignores-term", command=[str(launcher)]
+    )
     starts = workdir / "starts.txt"
     log = workdir / "results/logs/serve/Local-VLM.log"
     snakemake = snakemake_process(workdir)

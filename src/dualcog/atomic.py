@@ -31,6 +31,11 @@ def _host() -> str:
     return socket.gethostname().replace(".", "_") or "host"
 
 
+# The most `temporary_path` adds to a name: ".", a pid (Linux: at most 7 digits), "-", 12 hex
+# digits, "-", a host name (HOST_NAME_MAX: 64) and ".tmp".
+TEMPORARY_NAME_EXTRA = 1 + 7 + 1 + 12 + 1 + 64 + len(TMP_SUFFIX)
+
+
 def temporary_path(path: Path) -> Path:
     """`<name>.<pid>-<random>-<host>.tmp` beside `path` (unique per writer)."""
     return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}-{_host()}.tmp")

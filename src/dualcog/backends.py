@@ -72,6 +72,9 @@ class Backend:
         answers); the usage table shows "–" for a backend that reports none, never 0.
     batches: `batch: true` sends its requests through the provider's Batch API
         (dualcog.inference.batch) instead of one by one; refused with a `serve` block.
+    samples: its answers vary from run to run (a sampling model, or a built-in backend that
+        draws them from a seed), so `repeats: k` makes k independent runs (dualcog.repeats);
+        a backend that answers the same every time (the gold, a recording) refuses repeats.
     """
 
     name: str
@@ -89,6 +92,7 @@ class Backend:
     recorded: bool = False
     reports_usage: bool = False
     batches: bool = False
+    samples: bool = False
 
     def load_runner(self) -> Runner:
         module, _, function = self.runner.partition(":")
@@ -119,12 +123,12 @@ register(Backend(
 register(Backend(
     "random", "dualcog.inference.offline:run_random",
     "a uniformly random valid answer per sample (the chance baseline)",
-    run_per_model=True, reads_samples=True,
+    run_per_model=True, reads_samples=True, samples=True,
 ))  # fmt: skip
 register(Backend(
     "simulated", "dualcog.inference.offline:run_simulated",
     "gold-aware answers with a given skill and output quirks (demos and tests)",
-    run_per_model=True, reads_samples=True, simulated=True,
+    run_per_model=True, reads_samples=True, simulated=True, samples=True,
 ))  # fmt: skip
 register(Backend(
     "replay", "dualcog.inference.replay:run_replay",
@@ -136,7 +140,7 @@ register(Backend(
     "openai", "dualcog.inference.openai_backend:run_openai",
     "OpenAI-compatible Chat Completions: cloud APIs, or a vLLM server the workflow starts",
     sends_media=True, calls_api=True, servable=True, counts_failures=True,
-    reports_usage=True, batches=True,
+    reports_usage=True, batches=True, samples=True,
 ))  # fmt: skip
 
 BACKEND_NAMES = tuple(REGISTRY)
@@ -190,6 +194,11 @@ def input_files(model: Mapping[str, Any]) -> list[str]:
     if not value:
         return []
     return [str(value)] if isinstance(value, (str, Path)) else [str(v) for v in value]
+
+
+def sampling_backends() -> list[str]:
+    """Backends whose answers vary between runs (`repeats` is allowed on them)."""
+    return [backend.name for backend in REGISTRY.values() if backend.samples]
 
 
 def missing_fields(model: Mapping[str, Any]) -> list[str]:

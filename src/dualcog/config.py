@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dualcog.atomic import TEMPORARY_NAME_EXTRA
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
+from dualcog.repeats import REPEAT_OF, expand_repeats, fold_repeats
 from dualcog.routes import env_reference, read_routes_file, read_yaml, resolve_model
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
 
@@ -65,7 +67,10 @@ def non_answer_keys() -> frozenset[str]:
     cost answers arrive, how they are shown; never what they say): left out of the
     fingerprint so that tuning them does not rerun a model."""
     properties = _schema()[0]["$defs"]["model"]["properties"]
-    return frozenset(key for key, prop in properties.items() if prop.get("x-answer-neutral"))
+    marked = {key for key, prop in properties.items() if prop.get("x-answer-neutral")}
+    # What `expand_repeats` adds to a repeat's entry after validation: the set it belongs to
+    # and its label (its index stays: a larger set re-sends no repeat).
+    return frozenset(marked | {REPEAT_OF, "repeat_label"})
 
 
 # Parts of a `serve:` block that can change answers (the weights and the server's options);
@@ -94,11 +99,33 @@ def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> s
     return "".join(parts) or "(top level)"
 
 
+NAME_MAX = 255  # bytes of one file name (ext4, xfs, btrfs, NFS)
+# The longest file name a run gives its name to (rules/parse.smk; tests/test_config.py checks
+# that no rule's is longer), written through a temporary name (dualcog.atomic).
+LONGEST_RUN_FILE = "{model}.outcomes.parquet"
+RUN_NAME_MAX = NAME_MAX - (len(LONGEST_RUN_FILE) - len("{model}")) - TEMPORARY_NAME_EXTRA
+
+
+def _check_run_name(name: str, source: str) -> None:
+    """A run name (ASCII by the schema; a repeat's with its suffix) short enough for every
+    file named after it."""
+    if len(name) > RUN_NAME_MAX:
+        shown = f"{name[:40]}...{name[-8:]}"  # the end too: a repeat's `~r<k>`
+        raise ConfigError(
+            f"invalid configuration in {source}: model {shown} field 'name': "
+            f"{len(name)} characters, at most {RUN_NAME_MAX} (a run's longest file, "
+            f"results/parsed/{LONGEST_RUN_FILE}, is written through a temporary name, and a "
+            f"file name has at most {NAME_MAX} bytes)"
+        )
+
+
 def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
     """Validate against the JSON schema and return a copy with defaults and routes filled in."""
     if isinstance(config, Mapping) and "data_root" not in config:
         raise ConfigError(f"invalid configuration in {source}: {MISSING_DATA_ROOT}")
     schema, defaults, model_defaults = _schema()
+    if isinstance(config, Mapping) and isinstance(config.get("models"), list):
+        config = {**config, "models": fold_repeats(config["models"])}  # validated before
     _check(schema, config, config, source)
     merged = copy.deepcopy(defaults)
     for key, value in config.items():
@@ -126,6 +153,9 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> dict[s
         models.append({**model_defaults, **resolved})
     # A route value still `${VAR}` here names an unset variable: the preflight reports it.
     _check(schema, {**merged, "models": models}, merged, f"{source} (after routes)", True)
+    models = expand_repeats(models, source)
+    for run in models:  # a repeat's name has its `~r<k>` suffix by now
+        _check_run_name(str(run["name"]), source)
     merged["models"] = select_models(models, merged.get("select"), source)
     return merged
 
@@ -134,7 +164,8 @@ def select_models(
     models: list[dict[str, Any]], patterns: list[str] | None, source: str
 ) -> list[dict[str, Any]]:
     """The models matching any `select` pattern: a glob over run names, or `key:value` for
-    `group`, `channel`, `family` or `backend` (e.g. `channel:local`). None keeps all."""
+    `group`, `channel`, `family` or `backend` (e.g. `channel:local`). None keeps all.
+    A repeat set's name selects all its repeats; a repeat's own name, that repeat alone."""
     if not patterns:
         return models
     chosen = []
@@ -153,7 +184,8 @@ def _selects(pattern: str, model: Mapping[str, Any]) -> bool:
     key, sep, value = pattern.partition(":")
     if sep and key in SELECT_KEYS:
         return str(model.get(key)) == value
-    return fnmatch.fnmatchcase(str(model["name"]), pattern)
+    names = [str(model["name"]), *([str(model[REPEAT_OF])] if model.get(REPEAT_OF) else [])]
+    return any(fnmatch.fnmatchcase(name, pattern) for name in names)
 
 
 def _check(schema: dict, config: Any, named: Any, source: str, unset_ok: bool = False) -> None:

@@ -429,6 +429,45 @@ def _bar_class(progress: ByteProgress) -> type:
 
 
 # -- the download -------------------------------------------------------------------------
+# huggingface_hub's loggers that warn on every retry: a file cut off or not reachable is
+# retried up to five times, each with two lines, by each of the parallel workers.
+_RETRY_LOGGERS = ("huggingface_hub.file_download", "huggingface_hub.utils._http")
+_RETRY_REASON = re.compile(
+    r"^(?:Error while downloading from (?P<url>\S+): (?P<error>.*?)\n(?:Trying to resume download"
+    r"\.\.\.|Max retries exceeded\.)|'(?P<error2>.*)' thrown while requesting \S+ (?P<url2>\S+)|"
+    r"(?P<wait>Retrying in .*|Rate limited\..*))$",
+    re.S,
+)
+
+
+class RetryOnce(logging.Filter):
+    """Say once that huggingface_hub retries, with the first reason and URL; drop its other
+    retry warnings (the same connection failing again, its "Retrying in 1s" lines and its final
+    "Max retries exceeded": the download's own error then says what failed and what to do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = _RETRY_REASON.match(record.getMessage())
+        if match is None:
+            return True
+        if self.said or match.group("wait"):
+            self.dropped += 1
+            return False
+        self.said = True
+        error = (match.group("error") or match.group("error2") or "").splitlines()
+        url = match.group("url") or match.group("url2")
+        record.msg = (
+            f"the Hub did not answer for {url} ({error[0] if error else 'no reason given'}): "
+            "retrying; each file is resumed up to 5 times (further retries are not shown)"
+        )
+        record.args = ()
+        return True
+
+
 def _hub_call(what: str, call: Callable[[], Any], endpoint: str) -> Any:
     import httpx2
     from huggingface_hub.errors import HfHubHTTPError
@@ -479,8 +518,20 @@ def download_release(
     """Fetch and verify the selected part of the release; return the record it wrote.
 
     The Hub is `HF_ENDPOINT` (default huggingface.co), the credentials `HF_TOKEN` (or the
-    token huggingface_hub has stored), both read when called.
+    token huggingface_hub has stored), both read when called. huggingface_hub's retry warnings
+    are said once (`RetryOnce`).
     """
+    retries = RetryOnce()
+    for name in _RETRY_LOGGERS:
+        logging.getLogger(name).addFilter(retries)
+    try:
+        return _download(settings, progress_every_s)
+    finally:
+        for name in _RETRY_LOGGERS:
+            logging.getLogger(name).removeFilter(retries)
+
+
+def _download(settings: DownloadSettings, progress_every_s: float) -> dict[str, Any]:
     from huggingface_hub import HfApi, snapshot_download
 
     from dualcog.ingest import find_manifests

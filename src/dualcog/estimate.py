@@ -87,8 +87,7 @@ def _limit_columns(model: Mapping[str, Any], cache_dir: str | Path) -> dict[str,
 
     model_dir = model_cache_dir(cache_dir, str(model["name"]))
     limit = SpendLimit(model, model_dir, task="")
-    limit.ledger.refresh()
-    spent = limit.spent(limit.ledger.total())
+    spent = limit.spent_now()
     return {
         "spent_usd": spent.cost if limit.cost_limit is not None else np.nan,
         "spent_tokens": spent.tokens,

@@ -161,6 +161,18 @@ def server_problems(config: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
+def _fixes(users: Mapping[str, list[str]]) -> str:
+    """What to do about the missing variables: a model's key is never written in a file
+    (literal keys are refused), so the profile is named only for a profile's own variable."""
+    subjects = {subject for names in users.values() for subject in names}
+    fixes = ["export them"]
+    if any(subject.startswith("model ") for subject in subjects):
+        fixes.append("drop the models that need them")
+    if "profile" in subjects:
+        fixes.append("write the profile's resource values without them")
+    return ", or ".join(fixes)
+
+
 def report(problems: list[Problem], source: str) -> str:
     lines = [f"{len(problems)} problem(s) in {source}; nothing was run:"]
     by_subject: dict[str, list[str]] = defaultdict(list)
@@ -173,10 +185,7 @@ def report(problems: list[Problem], source: str) -> str:
         if problem.variable and problem.subject not in users[problem.variable]:
             users[problem.variable].append(problem.subject)
     if users:
-        lines.append(
-            "missing environment variables (export them, or drop the models or write the "
-            "values into the profile):"
-        )
+        lines.append(f"missing environment variables ({_fixes(users)}):")
         for variable, subjects in sorted(users.items()):
             names = [subject.removeprefix("model ") for subject in subjects]
             lines.append(f"  {variable}: {len(names)} ({', '.join(names)})")

@@ -25,10 +25,15 @@ from typing import Any
 
 from dualcog.backends import backend_of
 from dualcog.errors import ConfigError
-
-# A run name's mode suffix (split_mode): the one rule, here so that configuration does not
-# import the inference package (which imports configuration).
-MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking|Reasoning)$")
+from dualcog.switches import (
+    CONFIG_FAMILIES,
+    SwitchError,
+    authors_family,
+    canonical_family,
+    effective_family,
+    mode_switch,
+    split_mode,
+)
 
 # The authors' field names -> ours. Only these are read from their file.
 AUTHORS_FIELDS = {
@@ -56,26 +61,6 @@ NUMERIC_FIELDS = (
 )
 LOCAL_SOURCES = frozenset({"local", "vllm", "localhost"})
 ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
-
-# Family of a route whose entry does not say it, from its key, request model and base URL
-# (first match wins). The rows follow the provider conventions of docs/configuration.md.
-FAMILY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("intern_s1", re.compile(r"intern-?s1", re.IGNORECASE)),
-    ("internvl", re.compile(r"internvl", re.IGNORECASE)),
-    ("glm", re.compile(r"\bglm|mimo", re.IGNORECASE)),
-    ("dashscope", re.compile(r"kimi|qwen[\w.\-]*-(plus|flash)\b", re.IGNORECASE)),
-    ("qwen_vllm", re.compile(r"qwen|space(om|r|thinker)|vilasr", re.IGNORECASE)),
-    ("openrouter", re.compile(r"openrouter|claude|gemini|gpt|grok|muse", re.IGNORECASE)),
-)
-# Settings implied by an inferred family for some routes (Kimi takes no thinking budget).
-INFERRED_DEFAULTS: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = (
-    (re.compile(r"kimi", re.IGNORECASE), {"thinking_budget": None}),
-)
-
-
-def split_mode(run_name: str) -> tuple[str, str | None]:
-    match = MODE_SUFFIX.match(run_name)
-    return (run_name, None) if match is None else (match.group(1), match.group(2))
 
 
 def env_reference(value: Any) -> str | None:
@@ -162,21 +147,6 @@ def authors_route(path: Path, key: str, entry: Any) -> dict[str, Any]:
     return route
 
 
-def infer_family(route_key: str, route: Mapping[str, Any]) -> str | None:
-    """The request family of a route from its names; None when nothing matches."""
-    base = route.get("api_base")
-    base_text = "" if env_reference(base) else str(base or "")
-    if "openrouter" in base_text.lower():
-        return "openrouter"
-    if "dashscope" in base_text.lower():
-        return "dashscope"
-    names = f"{route_key} {route.get('request_model') or ''}"
-    for family, pattern in FAMILY_RULES:
-        if pattern.search(names):
-            return family
-    return None
-
-
 def route_key_of(model: Mapping[str, Any]) -> str:
     return str(model.get("route") or split_mode(str(model["name"]))[0])
 
@@ -214,26 +184,64 @@ def resolve_model(
         for field, value in route.items():
             resolved.setdefault(field, copy.deepcopy(value))
         resolved.setdefault("request_model", key)
-        if "family" not in model and "family" not in route:
-            family = infer_family(key, route)
-            if family is not None:
-                resolved["family"] = family
-                for pattern, defaults in INFERRED_DEFAULTS:
-                    if pattern.search(key):
-                        for field, value in defaults.items():
-                            resolved.setdefault(field, value)
     read_startup_values(resolved)
     if not (resolved.get("api_base") or resolved.get("serve")):
         raise ConfigError(f"model {name}: route {key!r} gives no api_base (and no serve block)")
-    _, mode = split_mode(name)
-    if mode is not None and not resolved.get("family"):
-        raise ConfigError(
-            f"model {name}: its -{mode} suffix needs a `family` to say how to switch it "
-            f"(none given and none recognised from route {key!r}); set `family:` on the model"
-        )
+    family = decide_family(resolved)
+    if family is None:
+        resolved.pop("family", None)
+    else:
+        resolved["family"] = family
     if resolved.get("channel") is None:
         resolved["channel"] = "local" if resolved.get("serve") else "api"
     return resolved
+
+
+def decide_family(model: Mapping[str, Any]) -> str | None:
+    """The family that switches a model's mode (PROTOCOL §11.2): the authors' rules on the base
+    name; the configured `family:` where they recognise none, or with `override_family: true`.
+
+    Raises ConfigError naming the model and the field for a configured family that would send
+    another switch than the rules (unless overridden), for a suffix with no family at all, and
+    for a `-Thinking-High` name whose route sends no reasoning object.
+    """
+    name = str(model["name"])
+    suffix = split_mode(name)[1]
+    base = route_key_of(model)  # the authors' base name: their run name less its suffix
+    configured = canonical_family(model.get("family"))
+    if configured is not None and configured not in CONFIG_FAMILIES:
+        raise ConfigError(
+            f"model {name}: family: {model.get('family')!r} is not a family "
+            f"(one of {', '.join(CONFIG_FAMILIES)})"
+        )
+    ruled = authors_family(base)
+    override = bool(model.get("override_family"))
+    if override and configured is None:
+        raise ConfigError(f"model {name}: override_family: true needs a `family:` to use")
+    family, by_name = effective_family(base, configured, override)
+    if ruled is not None and configured is not None and not override:
+        # A configured family contradicts the rules when it would switch either mode
+        # differently; an equivalent spelling (openrouter for claude) is accepted.
+        for mode in ("Instant", "Thinking"):
+            wanted = mode_switch(base, ruled, mode)
+            given = mode_switch(base, configured, mode, by_name=False)
+            if wanted != given:
+                raise ConfigError(
+                    f"model {name}: family: {configured} contradicts the authors' rules, which "
+                    f"make {base!r} family {ruled} (its -{mode} would send "
+                    f"{wanted.describe()}, not {given.describe()}); remove `family:` or set "
+                    "`override_family: true`"
+                )
+    if suffix is not None and family is None:
+        raise ConfigError(
+            f"model {name}: its -{suffix} suffix needs a family to say how to switch it; the "
+            f"authors' rules recognise none in {base!r}: set `family:` on the model"
+        )
+    try:
+        mode_switch(base, family, suffix, by_name=by_name)
+    except SwitchError as error:
+        raise ConfigError(f"model {name}: {error}") from None
+    return family
 
 
 def read_startup_values(model: dict[str, Any]) -> None:

@@ -135,7 +135,22 @@ RESPONSES = pa.schema(
         ("finish_reason", pa.string()),
         ("cached_tokens", pa.int64()),  # usage.prompt_tokens_details.cached_tokens (of prompt)
         ("refusal", pa.string()),  # the provider's message.refusal text, when it declined
+        # PROTOCOL §11.5: what was sent (null where nothing was posted, e.g. built-ins)
+        ("request_sha256", pa.string()),  # SHA-256 of the exact body bytes posted
+        ("request_temperature", pa.float64()),
+        ("request_max_tokens", pa.int64()),  # null: no max_tokens was sent
+        ("request_switch", pa.string()),  # JSON: mode, family, body fields, prefill, prefix
+        ("request_prefill", pa.string()),  # the assistant prefill message, if any
+        ("request_reencoded", pa.string()),  # JSON list of re-encoded videos, if any
     ]
+)
+RECORD_FIELDS = (
+    "request_sha256",
+    "request_temperature",
+    "request_max_tokens",
+    "request_switch",
+    "request_prefill",
+    "request_reencoded",
 )
 
 PARSE_STAGES = ("strict", "fence", "balanced", "keys", "invalid", "missing", "legacy")

@@ -116,7 +116,25 @@ def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
+def request_set_digest(paths: Sequence[str | Path]) -> dict[str, Any]:
+    """One digest of the requests a model run posted (PROTOCOL §11.5): over its RESPONSES files'
+    (task, sample_id, request_sha256) rows that have a record, in sorted order; with the count.
+    Two runs that sent byte-identical bodies for the same samples have the same digest."""
+    import pyarrow.parquet as pq
+
+    lines = []
+    for path in paths:
+        table = pq.read_table(path, columns=["task", "sample_id", "request_sha256"])
+        for task, sample, sha in zip(*(table.column(i).to_pylist() for i in range(3)), strict=True):
+            if sha is not None:
+                lines.append(f"{task}\t{sample}\t{sha}\n")
+    digest = hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()[:16]
+    return {"requests": len(lines), "digest": digest}
+
+
+def _model_stamp(
+    entry: Mapping[str, Any], base: Path, requests: Sequence[str | Path] | None = None
+) -> dict[str, Any]:
     inputs = {
         str(path): file_digest(path if Path(path).is_absolute() else base / path)
         for path in entry.get("inputs") or []
@@ -130,6 +148,10 @@ def _model_stamp(entry: Mapping[str, Any], base: Path) -> dict[str, Any]:
         path = Path(entry["served"])
         facts = served_facts.read_facts(path if path.is_absolute() else base / path)
         payload["served"] = served_facts.stamp_view(facts)
+    if requests:  # the bodies a run that sends requests posted (in the digest)
+        payload["request_set"] = request_set_digest(
+            [path if Path(path).is_absolute() else base / path for path in requests]
+        )
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     return {"digest": digest, "backend": entry.get("backend"), **payload}
 
@@ -177,8 +199,12 @@ def build_stamp(
     base: str | Path = ".",
     root: Path = SOURCE_ROOT,
     data: Mapping[str, Any] | None = None,
+    requests: Mapping[str, Sequence[str | Path]] | None = None,
 ) -> dict[str, Any]:
     """The stamp of outputs computed from `models` (name -> `model_entry`) and `manifests`.
+
+    `requests`: per model that sends requests, its RESPONSES files, whose request records
+    are digested into its entry (`request_set_digest`).
 
     Relative input and served-facts paths are read from `base` (the workflow's working
     directory). `data`: the manifests' `data_stamp` when already made (then `manifests` is
@@ -195,7 +221,10 @@ def build_stamp(
         "git": git_state(root),
         "protocol_revision": PROTOCOL_REVISION,
         "stage_versions": dict(STAGE_VERSIONS),
-        "models": {name: _model_stamp(entry, Path(base)) for name, entry in models.items()},
+        "models": {
+            name: _model_stamp(entry, Path(base), (requests or {}).get(name))
+            for name, entry in models.items()
+        },
         "data": dict(data),
         "release": release_stamp(data_root),
         "created": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

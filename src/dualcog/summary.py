@@ -70,15 +70,21 @@ def model_summaries(metrics: Path, responses: Mapping[str, Sequence[Path]]) -> l
     return list(summaries.values())
 
 
-def outputs_lines(results: Path) -> list[str]:
+def outputs_lines(results: Path, tables: Sequence[str | Path] | None = None) -> list[str]:
     """Where a person finds the outputs, as they exist on disk (absolute: a run may have been
-    started from another folder with --directory)."""
-    results = results.resolve()
+    started from another folder with --directory). `tables`: the table files this config
+    makes (relative to the working directory, like `results`); only those are listed, never
+    another config's left in the folder. None: every table file found."""
     lines = []
-    tables = [p for p in sorted((results / "tables").glob("*.*")) if p.name.count(".") == 1]
-    if tables:  # not the .stamp.json sidecars
-        stems = ", ".join(dict.fromkeys(p.stem for p in tables))
-        formats = ", ".join(sorted({p.suffix[1:] for p in tables}))
+    if tables is None:
+        found = sorted((results / "tables").glob("*.*"))
+    else:
+        found = sorted(p for p in map(Path, tables) if p.is_file())
+    found = [p for p in found if p.name.count(".") == 1]  # not the .stamp.json sidecars
+    results = results.resolve()
+    if found:
+        stems = ", ".join(dict.fromkeys(p.stem for p in found))
+        formats = ", ".join(sorted({p.suffix[1:] for p in found}))
         lines.append(f"tables: {results}/tables/ ({stems}; {formats})")
     for label, path in (("leaderboard", results / "leaderboard.html"),
                         ("explorer", results / "explorer")):  # fmt: skip
@@ -88,7 +94,10 @@ def outputs_lines(results: Path) -> list[str]:
 
 
 def summary_lines(
-    summaries: Sequence[ModelSummary], results: Path, extra: Sequence[ExtraColumn] = ()
+    summaries: Sequence[ModelSummary],
+    results: Path,
+    extra: Sequence[ExtraColumn] = (),
+    tables: Sequence[str | Path] | None = None,
 ) -> list[str]:
     headers = ["model", "coverage", "requests without an answer", *(h for h, _ in extra)]
     rows = [
@@ -101,7 +110,7 @@ def summary_lines(
         lines.append(
             "  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         )
-    return lines + outputs_lines(results)
+    return lines + outputs_lines(results, tables)
 
 
 def print_final_summary(
@@ -109,6 +118,7 @@ def print_final_summary(
     results: Path = Path("results"),
     extra: Sequence[ExtraColumn] = (),
     stream: Any = None,
+    tables: Sequence[str | Path] | None = None,
 ) -> None:
     """The run summary to stderr; nothing when the run made no metrics (e.g. one target)."""
     from dualcog.config import model_tasks
@@ -124,5 +134,5 @@ def print_final_summary(
         ]
         for model in config["models"]
     }
-    for line in summary_lines(model_summaries(metrics, responses), results, extra):
+    for line in summary_lines(model_summaries(metrics, responses), results, extra, tables):
         print(line, file=stream or sys.stderr)

@@ -8,6 +8,7 @@ matches checked against the scorer), and the raw response text.
 from __future__ import annotations
 
 import gc
+import json
 import math
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ from dualcog.explorer.matches import (
     option_matches,
     visibility_matches,
 )
+from dualcog.schemas import RECORD_FIELDS
 from dualcog.tasks import IMAGE_TASKS, REQUEST_BY_TASK, SELECTED_CANDIDATE_TASK
 
 DRAWN_PARSE = "compatible"
@@ -358,7 +360,7 @@ CARD_COLUMNS = (
     "sample_id", "task", "difficulty", "user_prompt", "media", "options", "gold_option_id",
     "duration_sec", "gold_items", "gold_visible_count",
 )  # fmt: skip
-RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type")
+RESPONSE_COLUMNS = ("sample_id", "task", "raw_text", "status", "error_type", *RECORD_FIELDS)
 # Of the parsed and scored rows, the columns a record reads (the drawn parse's rows only).
 PARSED_COLUMNS = (
     "sample_id", "task", "stage", "option_ids", "option_valid", "option_reason", "bbox",
@@ -395,6 +397,23 @@ def _nested(column: pa.ChunkedArray, fields: Sequence[str]) -> tuple[list[int], 
 
 Columns = Mapping[str, list]  # a table's columns by name, as `_columns` makes them
 NO_ROW = -1  # the position every such column holds None at: a row the table lacks
+
+
+def _request_record(columns: Columns, r: int) -> dict[str, Any] | None:
+    """What was posted for a sample (PROTOCOL §11.5), for its card; None where nothing was
+    (built-in backends, replayed answers, a request not sent)."""
+    if columns["request_sha256"][r] is None:
+        return None
+    switch = columns["request_switch"][r]
+    reencoded = columns["request_reencoded"][r]
+    return {
+        "sha256": columns["request_sha256"][r],
+        "temperature": columns["request_temperature"][r],
+        "max_tokens": columns["request_max_tokens"][r],
+        "switch": json.loads(switch) if switch else None,
+        "prefill": columns["request_prefill"][r],
+        "reencoded": json.loads(reencoded) if reencoded else None,
+    }
 
 
 def _columns(table: pa.Table, names: Sequence[str], parse: str | None = None) -> Columns:
@@ -520,6 +539,7 @@ def _sample_records(samples, parsed, scores, responses, media, outcomes):
             "raw": raw[:RAW_TEXT_LIMIT] if raw else None,
             "raw_truncated": bool(raw and len(raw) > RAW_TEXT_LIMIT),
             "result": result_by.get((sid, task), "request_error"),  # dualcog.schemas.OUTCOMES
+            "request": _request_record(response_columns, r),
         }
         record.update(body)
         records.append(record)

@@ -5,17 +5,16 @@ Backends and what each needs are declared in `dualcog.backends`; their runners l
 
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
-from dualcog.inference.request import FAMILY_MODE_BODIES, build_messages, request_settings
+from dualcog.inference.request import build_messages, request_settings
 from dualcog.inference.runner import (
     run_model,
     run_model_table,
     run_per_model,
     run_per_model_tables,
 )
-from dualcog.routes import split_mode
+from dualcog.switches import split_mode
 
 __all__ = [
-    "FAMILY_MODE_BODIES",
     "build_messages",
     "cache_key",
     "cache_path",

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
+from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
@@ -71,6 +72,11 @@ POLL_GROWTH = 1.5  # the poll interval grows by this while a batch's counts stay
 MISSING_ERROR_TYPE = {"expired": "timeout"}
 # A request larger than a whole batch file: sending it again cannot help (not transient).
 TOO_LARGE = "too_large"
+
+
+class BatchPending(DualCogError):
+    """Ctrl-C while batches are pending at the provider: they go on there, and their records
+    let the same command collect them later (the job's one line says so)."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,9 @@ class BatchJob:
         self.task = task
         self.secrets = runner.secrets
         self.pending: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        # custom id -> the record of the body this process put in an input file (§11.5); a
+        # result collected for a file another process wrote carries none.
+        self.records: dict[str, dict[str, Any]] = {}
         # Spending limits: each request in a batch holds its estimate until its result is in
         # the cache (the model's cache folder is the records folder's parent).
         self.limit = SpendLimit(runner.model, folder.parent, task)
@@ -273,6 +282,7 @@ class BatchJob:
             self.writer.put(key, sample_id, {field: fields.get(field) for field in CACHED_FIELDS})
             return
         index, prompt = entry
+        fields = {**fields, **self.records.pop(cid, {})}
         row = response_row(prompt, self.runner.settings.run_name, "openai", **fields)
         self.rows[index] = row
         self.writer.put(key, sample_id, row)
@@ -318,6 +328,8 @@ class BatchJob:
         """Every request of an ended batch -> a row in the cache; then the record goes."""
         batch_id = str(batch["id"])
         results: dict[str, dict[str, Any]] = {}
+        seen: dict[str, str] = {}  # custom_id -> where its kept line is
+        duplicates = 0
         wanted = set(record.custom_ids)
         for field in ("output_file_id", "error_file_id"):
             if not batch.get(field):
@@ -334,7 +346,19 @@ class BatchJob:
                         LOG.warning("batch %s: %s line %d unreadable, skipped", batch_id,
                                     field, number)  # fmt: skip
                     continue
-                results[cid] = self._line_fields(batch_id, item)  # type: ignore[arg-type]
+                fields = self._line_fields(batch_id, item)  # type: ignore[arg-type]
+                where = f"{field} line {number}"
+                if cid in results:
+                    # A custom_id answered twice: an ok answer is never dropped (the first ok
+                    # line wins; an error line only stands where no line is ok).
+                    duplicates += 1
+                    replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
+                    LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
+                                batch_id, cid, where, seen[cid],
+                                where if replace else seen[cid])  # fmt: skip
+                    if not replace:
+                        continue
+                results[cid], seen[cid] = fields, where
         status = str(batch.get("status"))
         missing = self._error_fields(
             MISSING_ERROR_TYPE.get(status, "bad_response"),
@@ -346,8 +370,13 @@ class BatchJob:
         self.writer.sync()  # the rows are on disk before the record goes
         self.limit.settle(self._held(record.custom_ids))  # their usage is in the cache now
         record.remove()
+        again = ""
+        if duplicates:
+            again = f", {duplicates} duplicate result lines (see the warnings)"
+            LOG.warning("batch %s: %d duplicate result lines; no ok answer dropped (docs/"
+                        "failures.md)", batch_id, duplicates)  # fmt: skip
         self.reporter.message(
-            f"batch {batch_id} {status}: {_counts_text(batch)}, "
+            f"batch {batch_id} {status}: {_counts_text(batch)}{again}, "
             f"elapsed {format_duration(time.monotonic() - self.started)}"
         )
 
@@ -426,7 +455,7 @@ class BatchJob:
         try:
             for cid, prompt in items:
                 body = encode_request_body(
-                    request_body(prompt, runner.settings, runner.media_store)
+                    request_body(runner.outgoing(prompt)[0], runner.settings, runner.media_store)
                 )
                 line = b"".join((
                     b'{"custom_id": ', json.dumps(cid).encode(),
@@ -440,6 +469,7 @@ class BatchJob:
                         "this model without `batch`",
                     ))  # fmt: skip
                     continue
+                self.records[cid] = runner.sent_record(prompt, body)  # what the line holds
                 full = len(ids) >= self.settings.max_requests
                 if handle is not None and (full or size + len(line) > self.settings.max_bytes):
                     handle.flush()
@@ -643,6 +673,17 @@ class BatchJob:
                 if record is not None:
                     records.append(record)
             self._poll(records)
+        except KeyboardInterrupt:
+            pending = [r for r in records if r.batch_id is not None]
+            if not pending:
+                raise
+            ids = ", ".join(str(r.batch_id) for r in pending)
+            count = sum(len(r.custom_ids) for r in pending)
+            raise BatchPending(
+                f"interrupted: batch {ids} ({count} requests) still pending at the provider, "
+                f"recorded in {self.folder}; run the same command again to collect the answers "
+                "(nothing is sent twice)"
+            ) from None
         finally:
             for record in records:
                 record.close()

@@ -41,6 +41,7 @@ from typing import Any
 from dualcog.atomic import disk_full, is_disk_full
 from dualcog.config import answer_settings
 from dualcog.inference.locks import flock
+from dualcog.schemas import RECORD_FIELDS
 
 LOG = logging.getLogger(__name__)
 # One fsync per reply costs more CPU than the rest of writing it (benchmarks/
@@ -61,6 +62,8 @@ CACHED_FIELDS = (
     "finish_reason",
     "cached_tokens",
     "refusal",
+    # the record of what was sent (PROTOCOL §11.5): a cached answer keeps its request's
+    *RECORD_FIELDS,
 )
 
 
@@ -74,7 +77,9 @@ def cache_key(request_key: str, fingerprint: str) -> str:
 
 
 def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._\-]+", "_", name)
+    # `~` is kept: a repeat's run name (`<name>~r2`, dualcog.repeats) must not share the
+    # folder of a configured run `<name>_r2`; configured names never hold one.
+    return re.sub(r"[^A-Za-z0-9._\-~]+", "_", name)
 
 
 def model_cache_dir(cache_dir: Path | str, model_name: str) -> Path:

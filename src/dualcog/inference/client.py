@@ -23,6 +23,7 @@ import functools
 import json
 import logging
 import os
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -176,22 +177,59 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def classify(error: Exception) -> AttemptFailed:
-    """An exception of the HTTP stack -> `AttemptFailed` (message not yet scrubbed)."""
+# The OS errors a connection fails with, in a reader's words (the SDK reports them all as a
+# connect timeout).
+_CONNECT_CAUSES = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.ETIMEDOUT: "connection timed out",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+    errno.EPIPE: "connection closed",
+}
+
+
+def connection_cause(error: BaseException) -> str:
+    """What went wrong with a connection, in a reader's words: "connection refused", "host
+    name not resolved", ... (the first OS or aiohttp error in the chain that says)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectorDNSError | socket.gaierror):
+            return "host name not resolved"
+        if isinstance(cause, aiohttp.ClientSSLError | ssl.SSLError):
+            return "TLS handshake failed"
+        if isinstance(cause, aiohttp.ServerDisconnectedError):
+            return "server closed the connection"
+        os_error = getattr(cause, "os_error", cause)  # aiohttp's connector errors wrap one
+        if isinstance(os_error, OSError) and os_error.errno in _CONNECT_CAUSES:
+            return _CONNECT_CAUSES[os_error.errno]
+        cause = cause.__cause__ or cause.__context__
+    return "connection failed"
+
+
+def classify(error: Exception, url: str = "") -> AttemptFailed:
+    """An exception of the HTTP stack -> `AttemptFailed` (message not yet scrubbed). A
+    connection failure's message starts with its cause and the URL: "connection refused:
+    POST http://127.0.0.1:9/v1/chat/completions (ClientConnectorError: ...)"."""
     text = f"{type(error).__name__}: {error}"
+    where = f"POST {url}" if url else "the server"
     # The SDK's aiohttp adapter maps every aiohttp connection error, a dropped connection
-    # included, to a connect timeout: the aiohttp exception underneath tells them apart.
+    # and a refused one included, to a connect timeout: the aiohttp exception underneath
+    # tells them apart, and its name (not the SDK's) goes into the message.
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(
             cause, aiohttp.ServerTimeoutError
         ):
-            return AttemptFailed("connection", f"{text} ({type(cause).__name__}: {cause})", True)
+            detail = f"{type(cause).__name__}: {cause}"
+            return AttemptFailed(
+                "connection", f"{connection_cause(cause)}: {where} ({detail})", True
+            )
         cause = cause.__cause__
     if isinstance(error, httpx2.TimeoutException):
-        return AttemptFailed("timeout", text, True)
-    if isinstance(error, httpx2.TransportError):
-        return AttemptFailed("connection", text, True)
+        return AttemptFailed("timeout", f"timed out: {where} ({text})", True)
+    if isinstance(error, httpx2.TransportError | OSError):
+        return AttemptFailed("connection", f"{connection_cause(error)}: {where} ({text})", True)
     # Anything else from the stack (a body it cannot decode, a protocol error) is an
     # unusable reply: retried like a 5xx.
     return AttemptFailed("bad_response", text, True)
@@ -286,7 +324,7 @@ class ChatClient:
                 # on a new connection, without counting as an attempt (at most one resend).
                 if not fresh and _dropped_before_reply(error):
                     continue
-                raise classify(error) from None
+                raise classify(error, self.url) from None
             if response.status_code != 200:
                 raise status_failure(response.status_code, data, response.headers)
             return decode_reply(data)
@@ -326,7 +364,8 @@ class BatchClient:
         elif isinstance(error, openai.APITimeoutError):
             failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}", True)
         elif isinstance(error, openai.APIConnectionError):
-            failed = AttemptFailed("connection", f"{type(error).__name__}: {error}", True)
+            cause = connection_cause(error)
+            failed = AttemptFailed("connection", f"{cause} ({type(error).__name__}: {error})", True)
         else:  # a reply the SDK could not read
             failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}", True)
         return AttemptFailed(
@@ -337,7 +376,7 @@ class BatchClient:
         try:
             return call()
         except (openai.OpenAIError, httpx2.HTTPError, OSError, ValueError) as error:
-            raise self._failure(what, error) from None
+            raise self._failure(f"{what} at {self.sdk.base_url}", error) from None
 
     def upload(self, path: Path) -> str:
         """Upload a batch input file (purpose `batch`); its file id."""

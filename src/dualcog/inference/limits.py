@@ -8,9 +8,16 @@ read position per cache file and reads only what was appended since, under one l
 
 What is in flight is reserved before it is sent. Each process holds its reservations in its
 own `hold-*.bin` file under `<cache_dir>/<model>/.budget/`, locked (`flock`) while the process
-lives: a file whose lock can be taken belongs to a process that died, so its reservations
-are dropped, never leaked. Creating, reading and removing hold files happens under
-`limit.lock` in the same folder, so a check sees every live reservation.
+lives; the file also names each request in flight (cache key, sample id, and the size of its
+task's cache file when it was reserved), written before the request goes out. A file whose
+lock can be taken belongs to a process that died (a `kill -9`, a crash, a full disk): each of
+its requests whose cache line was written after its reservation is settled (its usage is in
+the cache); any other may have been billed with its answer lost, so its reservation moves to
+`lost.jsonl` in the same folder and counts as spent from then on (docs/failures.md says how
+to release it once the provider's bill shows what it cost). Requests sent in a batch are not
+named: their batch record outlives the process, and the run that resumes it holds them again.
+Creating, reading and removing hold files happens under `limit.lock`, so a check sees every
+live reservation.
 
 A request is sent when `spent + reserved + its estimate` stays within every limit; it waits
 while only reservations of requests in flight stand in the way (they may settle lower), and
@@ -22,7 +29,7 @@ request of a model goes out alone and measures the size of the next ones. A repl
 reservation once its cache line is written (its real usage is then read from the cache). A
 reply without reported usage counts as one estimate (`max_tokens` completion tokens when
 nothing else is known). A limit can therefore be passed only by what the requests in flight
-use beyond their estimates.
+use beyond their estimates, whatever is killed when.
 """
 
 from __future__ import annotations
@@ -43,7 +50,8 @@ from dualcog.inference.locks import flock
 from dualcog.prices import Prices, model_prices
 
 __all__ = ["BUDGET_EXHAUSTED", "Refusal", "SpendLimit", "Spend", "Tally", "CacheLedger"]
-_HOLD = struct.Struct("<2d")  # reserved tokens, reserved USD
+_HOLD = struct.Struct("<2d")  # reserved tokens, reserved USD; then the JSON of `_Inflight`s
+LOST_FILE = "lost.jsonl"
 WAIT_POLL_S = 0.01
 DEFAULT_MAX_TOKENS = 2048  # the schema's default of `max_tokens`
 
@@ -158,6 +166,16 @@ class Refusal:
     text: str
 
 
+@dataclass(frozen=True)
+class Inflight:
+    """A request reserved and perhaps sent: its cache line, once written, lies past `since`
+    in `<task>.jsonl`."""
+
+    cache_key: str
+    sample_id: str
+    since: int
+
+
 class SpendLimit:
     """`cost_limit` and `token_limit` of one model entry, for one task's requests.
 
@@ -182,6 +200,8 @@ class SpendLimit:
         self.lock_fd = self.hold_fd = -1
         self.hold_path: Path | None = None
         self.held = Spend()  # what this process has reserved
+        self.inflight: dict[Inflight, Spend] = {}  # its named part (requests sent one by one)
+        self.lost_seen: tuple[int, Spend] = (-1, Spend())  # lost.jsonl: (size read, sum)
 
     # -- arithmetic (no files) ---------------------------------------------------------------
 
@@ -261,15 +281,53 @@ class SpendLimit:
             f"({show(getattr(spent, unit))} spent)"
         )
 
+    def spent_now(self) -> Spend:
+        """The cache's replies plus the reservations of requests lost in flight at a crash."""
+        self.ledger.refresh()
+        return self.spent(self.ledger.total()) + self.lost()
+
     def state_text(self) -> str:
         """Each limit with what was spent against it, from the cache as it is now."""
-        self.ledger.refresh()
-        spent = self.spent(self.ledger.total())
-        return "; ".join(
+        spent, lost = self.spent_now(), self.lost()
+        text = "; ".join(
             f"{name} {(_usd if unit == 'cost' else _tokens)(limit)}: "
             f"{(_usd if unit == 'cost' else _tokens)(getattr(spent, unit))} spent"
             for name, limit, unit in self._limits()
         )
+        if lost.tokens or lost.cost:
+            text += (
+                f" (of it {_tokens(lost.tokens)}, {_usd(lost.cost)} reserved by requests in "
+                f"flight at a crash: {self.folder / LOST_FILE})"
+            )
+        return text
+
+    def lost(self) -> Spend:
+        """The sum of `lost.jsonl` (each lost request once, however often it was recorded)."""
+        path = self.folder / LOST_FILE
+        try:
+            if path.stat().st_size == self.lost_seen[0]:  # appended to only: unchanged
+                return self.lost_seen[1]
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return Spend()
+        seen: dict[tuple[str, str, str], Spend] = {}
+        for line in data.split(b"\n"):
+            try:
+                entry = json.loads(line) if line.strip() else None
+            except ValueError:
+                entry = None
+            if not isinstance(entry, dict):
+                continue
+            tokens, cost = entry.get("tokens"), entry.get("cost")
+            if isinstance(tokens, int | float) and isinstance(cost, int | float):
+                ident = (str(entry.get("hold")), str(entry.get("cache_key")),
+                         str(entry.get("sample_id")))  # fmt: skip
+                seen[ident] = Spend(max(0.0, float(tokens)), max(0.0, float(cost)))
+        total = Spend()
+        for amount in seen.values():
+            total = total + amount
+        self.lost_seen = (len(data), total)
+        return total
 
     # -- shared state ------------------------------------------------------------------------
 
@@ -292,7 +350,12 @@ class SpendLimit:
             return
         with self._locked():
             if self.hold_fd >= 0 and self.hold_path is not None:
-                self.hold_path.unlink(missing_ok=True)
+                try:
+                    if self.inflight:  # sent, never settled (Ctrl-C, an error, a full disk)
+                        self._reconcile(self.hold_path, self.hold_fd)
+                    self.hold_path.unlink(missing_ok=True)
+                except OSError:  # the file stays; the next run reconciles it
+                    pass
                 os.close(self.hold_fd)
                 self.hold_fd = -1
         os.close(self.lock_fd)
@@ -302,10 +365,83 @@ class SpendLimit:
         return _Lock(self.lock_fd, self.folder / "limit.lock")
 
     def _write_hold(self) -> None:
-        os.pwrite(self.hold_fd, _HOLD.pack(self.held.tokens, self.held.cost), 0)
+        # One write (a killed process leaves all of it or none); a longer earlier payload's
+        # tail is cut after, and ignored by the reader if a kill comes in between.
+        named = [
+            [item.cache_key, item.sample_id, item.since, spend.tokens, spend.cost]
+            for item, spend in self.inflight.items()
+        ]
+        payload = json.dumps({"task": self.task, "inflight": named}).encode()
+        data = _HOLD.pack(self.held.tokens, self.held.cost) + payload
+        os.pwrite(self.hold_fd, data, 0)
+        os.ftruncate(self.hold_fd, len(data))
+
+    def _task_file(self, task: str) -> Path:
+        from dualcog.inference.cache import safe_name
+
+        return self.ledger.model_dir / f"{safe_name(task)}.jsonl"
+
+    def _answered(self, task: str, items: list[Inflight]) -> set[Inflight]:
+        """Those of `items` whose cache line was written after their reservation."""
+        if not items:
+            return set()
+        try:
+            with self._task_file(task).open("rb") as handle:
+                handle.seek(min(item.since for item in items))
+                data = handle.read()
+        except FileNotFoundError:
+            return set()
+        written = set()
+        for line in data[: data.rfind(b"\n") + 1].split(b"\n"):
+            try:
+                entry = json.loads(line) if line.strip() else None
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                written.add((str(entry.get("cache_key")), str(entry.get("sample_id"))))
+        return {item for item in items if (item.cache_key, item.sample_id) in written}
+
+    def _reconcile(self, path: Path, fd: int) -> None:
+        """A dead process's hold file: its unanswered requests move to `lost.jsonl` (appended
+        before the hold file goes, so a kill in between records them twice, counted once)."""
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        try:
+            payload, _ = json.JSONDecoder().raw_decode(data[_HOLD.size :].decode())
+            task = str(payload["task"])
+            named = {
+                Inflight(str(key), str(sample), int(since)): Spend(float(tokens), float(cost))
+                for key, sample, since, tokens, cost in payload["inflight"]
+            }
+        except (ValueError, KeyError, TypeError):
+            # A file from before names were kept, or cut short: its total, unnamed.
+            task, named = "", {}
+            if len(data) >= _HOLD.size:
+                named = {Inflight("", "", 0): Spend(*_HOLD.unpack(data[: _HOLD.size]))}
+        answered = self._answered(task, [item for item in named if item.cache_key])
+        lines = [
+            json.dumps(
+                {
+                    "hold": path.name,
+                    "task": task,
+                    "cache_key": item.cache_key,
+                    "sample_id": item.sample_id,
+                    "tokens": spend.tokens,
+                    "cost": spend.cost,
+                }
+            )  # fmt: skip
+            + "\n"
+            for item, spend in named.items()
+            if item not in answered and (spend.tokens > 0 or spend.cost > 0)
+        ]
+        if lines:
+            with (self.folder / LOST_FILE).open("a", encoding="utf-8") as handle:
+                handle.write("".join(lines))
+                handle.flush()
+                os.fsync(handle.fileno())
+        path.unlink(missing_ok=True)
 
     def _others(self) -> Spend:
-        """Reservations of the other live processes; a dead one's file is removed."""
+        """Reservations of the other live processes; a dead one's file is reconciled."""
         total = Spend()
         for path in self.folder.glob("hold-*.bin"):
             if path == self.hold_path:
@@ -322,31 +458,39 @@ class SpendLimit:
                     if len(data) == _HOLD.size:
                         total = total + Spend(*_HOLD.unpack(data))
                 else:
-                    path.unlink(missing_ok=True)  # its owner died
+                    self._reconcile(path, fd)  # its owner died
             finally:
                 os.close(fd)
         return total
 
-    def try_reserve(self) -> Spend | Refusal | None:
-        """Under the lock: a reservation (now held), a refusal, or None (wait and ask again)."""
+    def try_reserve(
+        self, cache_key: str | None = None, sample_id: str = ""
+    ) -> Spend | Refusal | None:
+        """Under the lock: a reservation (now held), a refusal, or None (wait and ask again).
+        A request named by `cache_key` is in the hold file before this returns, so a crash
+        while it is in flight leaves its reservation counted (see the module doc)."""
         with self._locked():
-            self.ledger.refresh()
+            others = self._others()  # first: a dead process's lost requests count as spent
+            spent = self.spent_now()
             model = self.ledger.total()
-            spent = self.spent(model)
             estimate = self.estimate(self.ledger.task(self.task), model)
-            decision = self.decide(spent, self._others() + self.held, estimate)
+            decision = self.decide(spent, others + self.held, estimate)
             if isinstance(decision, Spend):
                 self.held = self.held + decision
+                if cache_key is not None:
+                    since = self.ledger.files.get(Path(self._task_file(self.task)).stem)
+                    item = Inflight(cache_key, sample_id, since.offset if since else 0)
+                    self.inflight[item] = self.inflight.get(item, Spend()) + decision
                 self._write_hold()
             return decision
 
-    async def reserve(self) -> Spend | Refusal:
+    async def reserve(self, cache_key: str | None = None, sample_id: str = "") -> Spend | Refusal:
         """Wait until a request may go (its reservation) or never will (a `Refusal`)."""
         if not self.active:
             return Spend()
         self.open()
         delay = WAIT_POLL_S
-        while (decision := self.try_reserve()) is None:
+        while (decision := self.try_reserve(cache_key, sample_id)) is None:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.2)
         return decision
@@ -368,12 +512,17 @@ class SpendLimit:
             self._write_hold()
         return held
 
-    def settle(self, reservation: Spend) -> None:
+    def settle(self, reservation: Spend, cache_key: str | None = None, sample_id: str = "") -> None:
         """Give back a reservation: the request's cache line, if any, is written by now."""
         if not self.active or self.lock_fd < 0:
             return
         with self._locked():
             self.held = self.held - reservation
+            if cache_key is not None:
+                for item in [
+                    i for i in self.inflight if (i.cache_key, i.sample_id) == (cache_key, sample_id)
+                ]:
+                    del self.inflight[item]
             self._write_hold()
 
 

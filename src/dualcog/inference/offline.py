@@ -17,6 +17,7 @@ from dualcog.backends import RunInputs
 from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.rows import response_row
 from dualcog.inference.values import as_list, canonical_json, is_missing, to_plain
+from dualcog.repeats import run_seed
 from dualcog.tasks import IMAGE_TASKS
 
 SIMULATED_QUIRKS = (
@@ -36,13 +37,13 @@ GARBAGE_TEXTS = (
 )
 
 
-def sample_seed(seed: int, sample_id: str, stream: str) -> int:
+def sample_seed(seed: int | str, sample_id: str, stream: str) -> int:
     """A 64-bit seed for one (run seed, sample, purpose); independent of row order."""
     digest = hashlib.sha256(f"{seed}\x00{sample_id}\x00{stream}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
-def _rng(seed: int, sample_id: str, stream: str) -> random.Random:
+def _rng(seed: int | str, sample_id: str, stream: str) -> random.Random:
     return random.Random(sample_seed(seed, sample_id, stream))
 
 
@@ -145,7 +146,7 @@ def oracle_answer(task: str, sample: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def random_answer(
-    task: str, prompt: Mapping[str, Any], sample: Mapping[str, Any], seed: int
+    task: str, prompt: Mapping[str, Any], sample: Mapping[str, Any], seed: int | str
 ) -> dict[str, Any]:
     """Chance baseline: uniform option and box; random option subset / count with intervals."""
     rng = _rng(seed, str(prompt["sample_id"]), "random")
@@ -185,7 +186,7 @@ def simulated_answer(
     task: str,
     prompt: Mapping[str, Any],
     sample: Mapping[str, Any],
-    seed: int,
+    seed: int | str,
     skill: float,
     jitter: float,
 ) -> dict[str, Any]:
@@ -313,13 +314,13 @@ def _oracle_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Ma
 
 
 def _random_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Mapping) -> str:
-    seed = int(model.get("seed", 0))
+    seed = run_seed(model)
     return canonical_json(random_answer(str(prompt["task"]), prompt, sample, seed))
 
 
 def _simulated_text(model: Mapping[str, Any], prompt: Mapping[str, Any], sample: Mapping) -> str:
     task = str(prompt["task"])
-    seed = int(model.get("seed", 0))
+    seed = run_seed(model)
     quirks = set(as_list(model.get("quirks")))
     unknown = quirks - set(SIMULATED_QUIRKS)
     if unknown:

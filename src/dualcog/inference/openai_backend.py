@@ -13,6 +13,8 @@ and the decoding of replies from `dualcog.inference.client`, the only module imp
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import random
 import threading
 import time
@@ -37,7 +39,7 @@ from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
 from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
-from dualcog.inference.values import escape_lone_surrogates
+from dualcog.inference.values import as_list, escape_lone_surrogates
 
 # Bodies whose memoized media pass this size (videos) are still encoded in a thread: copying
 # them takes milliseconds that the event loop would stall for.
@@ -77,6 +79,30 @@ class OpenAIRunner:
         self.fingerprint = answer_settings_json(model)
         self.secrets = [self.settings.api_key]
         self.jitter = random.Random()  # backoff jitter only; never touches answers
+        self.record = self.settings.record()  # PROTOCOL §11.5, the same for every request
+        # Stored video key -> its re-encoded stand-in (PROTOCOL §11.4), filled by `run`.
+        self.reencoded: dict[str, Any] = {}
+
+    def outgoing(self, prompt: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+        """The prompt as sent (re-encoded videos in place of the stored ones) and the JSON
+        record of those substitutions (None when there are none)."""
+        if not self.reencoded:
+            return prompt, None
+        keys = [str(k) for k in as_list(prompt.get("media_keys"))]
+        swapped = [self.reencoded[k] for k in keys if k in self.reencoded]
+        if not swapped:
+            return prompt, None
+        sent = [self.reencoded[k].sent_key if k in self.reencoded else k for k in keys]
+        described = json.dumps([made.describe() for made in swapped], sort_keys=True)
+        return {**prompt, "media_keys": sent}, described
+
+    def sent_record(self, prompt: Mapping[str, Any], body: bytes) -> dict[str, Any]:
+        """The record of one posted body: its SHA-256 and the settings that shaped it."""
+        return {
+            **self.record,
+            "request_sha256": hashlib.sha256(body).hexdigest(),
+            "request_reencoded": self.outgoing(prompt)[1],
+        }
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = min(self.settings.backoff_max_s, self.settings.backoff_s * 2 ** (attempt - 1))
@@ -99,7 +125,8 @@ class OpenAIRunner:
         )
 
     def _body(self, prompt: Mapping[str, Any]) -> bytes:
-        return encode_request_body(request_body(prompt, self.settings, self.media_store))
+        sent = self.outgoing(prompt)[0]
+        return encode_request_body(request_body(sent, self.settings, self.media_store))
 
     def _memoized_body(self, prompt: Mapping[str, Any]) -> bytes | None:
         """The body when every medium of `prompt` is in the media memo (no file to read) and
@@ -115,7 +142,7 @@ class OpenAIRunner:
             return uri
 
         try:
-            body = request_body(prompt, self.settings, self.media_store, data_uri)
+            body = request_body(self.outgoing(prompt)[0], self.settings, self.media_store, data_uri)
         except NotMemoized:
             return None
         return encode_request_body(body)
@@ -131,6 +158,7 @@ class OpenAIRunner:
         body = self._memoized_body(prompt)
         if body is None:
             body = await asyncio.to_thread(self._body, prompt)
+        record = self.sent_record(prompt, body)  # the bytes handed to the transport
         attempt = 0
         while True:
             attempt += 1
@@ -145,7 +173,8 @@ class OpenAIRunner:
                 if failure.retryable and attempt <= self.settings.max_retries:
                     delay = self._backoff(attempt, failure.retry_after)
                 else:
-                    return self._error_row(prompt, failure.error_type, str(failure), attempt)
+                    row = self._error_row(prompt, failure.error_type, str(failure), attempt)
+                    return {**row, **record}
             else:
                 rate.record_usage(reply.total_tokens)
                 return response_row(
@@ -155,6 +184,7 @@ class OpenAIRunner:
                     attempts=attempt,
                     latency_ms=(time.perf_counter() - started) * 1000.0,
                     **reply.row_fields(),
+                    **record,
                 )
             finally:
                 slots.release(slot)
@@ -184,7 +214,10 @@ class OpenAIRunner:
 
         async def worker() -> None:
             for index, prompt, key in queue:
-                held = await limit.reserve()
+                if writer.failure is not None:  # the cache cannot keep answers: send no more
+                    break
+                sample_id = str(prompt["sample_id"])
+                held = await limit.reserve(key, sample_id)
                 if isinstance(held, Refusal):  # not sent, so nothing goes to the cache
                     if not refused:
                         reporter.message(f"{held.text}; the rest is not sent")
@@ -192,12 +225,13 @@ class OpenAIRunner:
                     rows[index] = self._error_row(prompt, BUDGET_EXHAUSTED, held.text, 0)
                     reporter.add("error")
                     continue
-                try:
-                    row = await self._send(prompt, client, rate, slots)
-                    rows[index] = row
-                    writer.put(key, str(prompt["sample_id"]), row)
-                finally:
-                    limit.settle(held)  # after the cache line: its usage is counted from there
+                row = await self._send(prompt, client, rate, slots)
+                rows[index] = row
+                writer.put(key, sample_id, row)
+                if writer.failure is None:  # its usage is counted from the cache line now
+                    limit.settle(held, key, sample_id)
+                # else (and on an error or Ctrl-C before this) the reservation stays held;
+                # `limit.close` moves it to the lost ledger unless its line was written.
                 reporter.add(row["status"])
 
         async def ticker() -> None:
@@ -221,8 +255,11 @@ class OpenAIRunner:
         cache_dir: Path,
         task: str,
         progress: Callable[[str], None] | None = None,
+        samples: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
-        """Rows for `prompts` (all of one task) in their order; cached ok rows are not resent."""
+        """Rows for `prompts` (all of one task) in their order; cached ok rows are not resent.
+
+        samples: SAMPLES rows by sample id (a video's duration for the size ladder)."""
         name = self.settings.run_name
         reporter = ProgressReporter(
             f"{name}/{task}",
@@ -247,6 +284,8 @@ class OpenAIRunner:
             if reporter.cached:
                 reporter.message(f"{reporter.cached} responses from the cache, {len(jobs)} to send")
             if jobs:
+                # Before anything is sent: a run that cannot re-encode stops here (§11.4).
+                self.prepare_videos([prompt for _, prompt, _ in jobs], samples or {})
                 writer = CacheWriter(cache)
                 try:
                     if self.model.get("batch"):  # the provider's Batch API (inference/batch.py)
@@ -254,7 +293,10 @@ class OpenAIRunner:
 
                         run_batches(self, jobs, rows, writer, reporter, cache_dir, task)
                     else:
-                        folder = budget_folder(model_cache_dir(cache_dir, name))
+                        # A repeat set's runs share one rate budget and concurrency: the
+                        # provider's limits are the model's, not each repeat's.
+                        owner = str(self.model.get("repeat_of") or name)
+                        folder = budget_folder(model_cache_dir(cache_dir, owner))
                         _run_coroutine(self._send_all(jobs, rows, writer, reporter, folder))
                 finally:
                     # Whatever completed is written, also on Ctrl-C or an error.
@@ -262,17 +304,72 @@ class OpenAIRunner:
         reporter.finish()
         return [row for row in rows if row is not None]
 
+    def prepare_videos(
+        self, prompts: list[Mapping[str, Any]], samples: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        """Re-encode the videos over the size limit of a size-limited route (PROTOCOL §11.4)
+        into the media store, once; raises, naming the samples, when there is no encoder."""
+        from dualcog.errors import DataError
+        from dualcog.inference.media import media_path
+        from dualcog.media.reencode import (
+            VIDEO_SIZE_LIMIT,
+            NoEncoder,
+            find_encoder,
+            reencode_video,
+        )
+
+        if not self.settings.size_limited:
+            return
+        large: dict[str, tuple[Path, float]] = {}
+        named: dict[str, list[str]] = {}
+        for prompt in prompts:
+            kinds = [str(kind) for kind in as_list(prompt.get("media_kinds"))]
+            for key, kind in zip(as_list(prompt.get("media_keys")), kinds, strict=True):
+                path = media_path(self.media_store, str(key), kind)
+                if kind != "video" or key in self.reencoded or not path.is_file():
+                    continue
+                if path.stat().st_size <= VIDEO_SIZE_LIMIT:
+                    continue
+                sample = samples.get(str(prompt["sample_id"])) or {}
+                frames, fps = sample.get("frame_count"), sample.get("fps")
+                if not frames or not fps:
+                    raise DataError(
+                        f"its video is over {VIDEO_SIZE_LIMIT} bytes and must be re-encoded "
+                        f"for {self.settings.run_name}, which needs its duration; no SAMPLES "
+                        "row gives it",
+                        sample=str(prompt["sample_id"]),
+                        field="frame_count, fps",
+                    )
+                large[str(key)] = (path, max(1.0, (int(frames) - 1) / float(fps)))
+                named.setdefault(str(key), []).append(str(prompt["sample_id"]))
+        if not large:
+            return
+        encoder = find_encoder()
+        if encoder is None:
+            samples_text = ", ".join(sorted({s for ids in named.values() for s in ids}))
+            raise NoEncoder(
+                f"{self.settings.run_name}: {len(large)} video(s) over {VIDEO_SIZE_LIMIT} bytes "
+                f"must be re-encoded before they are sent (PROTOCOL §11.4), but no ffmpeg "
+                f"with libx264 was found (the imageio-ffmpeg package, or IMAGEIO_FFMPEG_EXE); "
+                f"nothing was sent. Samples: {samples_text}"
+            )
+        for key, (path, duration) in large.items():
+            made = reencode_video(self.media_store, key, path, duration, encoder)
+            if made is not None:  # nothing fits: the original goes, as the authors' code does
+                self.reencoded[key] = made
+
 
 def run_openai(
     model: Mapping[str, Any], prompt_rows: list[dict[str, Any]], inputs: RunInputs
 ) -> list[dict[str, Any]]:
     """The registry's runner (dualcog.backends): one engine run per task, rows in order."""
     runner = OpenAIRunner(model, inputs.media_store)
+    samples = {str(row["sample_id"]): row for row in inputs.samples or ()}
     rows_by_index: dict[int, dict[str, Any]] = {}
     for task in dict.fromkeys(row["task"] for row in prompt_rows):
         indices = [i for i, row in enumerate(prompt_rows) if row["task"] == task]
         task_rows = runner.run(
-            [prompt_rows[i] for i in indices], inputs.cache_dir, task, inputs.progress
+            [prompt_rows[i] for i in indices], inputs.cache_dir, task, inputs.progress, samples
         )
         rows_by_index.update(zip(indices, task_rows, strict=True))
     return [rows_by_index[i] for i in range(len(prompt_rows))]

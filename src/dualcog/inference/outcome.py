@@ -33,6 +33,7 @@ from typing import Any
 from dualcog.errors import DualCogError
 from dualcog.inference.failures import BUDGET_EXHAUSTED, is_transient
 
+CAUSE_CHARS = 300  # of an error message quoted in the job log and the run summary
 RERUN_HINT = (
     "run the same snakemake command again: the answers received are cached and only the "
     "failed requests are sent"
@@ -52,6 +53,9 @@ class JobOutcome:
     errors: dict[str, int] = field(default_factory=dict)  # error_type -> count
     max_error_rate: float = 0.0
     budget: str = ""  # the model's limits and what was spent, when a limit stopped the job
+    # error_type -> its most frequent error message (the cause and the URL of a connection
+    # failure), so that the job log and the run summary say what failed where.
+    causes: dict[str, str] = field(default_factory=dict)
 
     @property
     def transient(self) -> int:
@@ -88,9 +92,14 @@ class JobOutcome:
             return self.budget_message()
         return (
             f"{self.model}/{self.task}: {self.transient} of {self.requests} requests failed "
-            f"after retries ({self.counts_text()}); no responses written for it, the answers "
+            f"after retries ({self.counts_text()}){self._causes_text()}; no responses written "
+            "for it, the answers "
             f"received are cached: {RERUN_HINT}"
         )
+
+    def _causes_text(self) -> str:
+        found = [self.causes[kind] for kind in sorted(self.causes) if is_transient(kind)]
+        return "".join(f": {message}" for message in found[:1])
 
     def counts_text(self) -> str:
         return ", ".join(f"{kind}: {n}" for kind, n in sorted(self.errors.items()))
@@ -103,6 +112,7 @@ class JobOutcome:
             f"{self.model}/{self.task}: {self.ok}/{self.requests} ok; errors {self.counts_text()}"
         )
         out = [head]
+        out.extend(f"  {kind}: {message}" for kind, message in sorted(self.causes.items()))
         if self.unsent:
             out.append(f"  {self.budget_message()}")
         if self.transient > self.allowed:
@@ -132,14 +142,24 @@ def assess(
     task: str,
     statuses: Iterable[str],
     error_types: Iterable[str | None],
+    error_messages: Iterable[str | None] | None = None,
 ) -> JobOutcome:
-    """The outcome of one job from its response rows' `status` and `error_type` columns."""
+    """The outcome of one job from its response rows' `status`, `error_type` and (when given)
+    `error_message` columns."""
     statuses = list(statuses)
-    counts: Counter[str] = Counter(
-        str(kind or "unknown")
-        for status, kind in zip(statuses, error_types, strict=True)
+    kinds = [str(kind or "unknown") for kind in error_types]
+    messages = list(error_messages) if error_messages is not None else [None] * len(kinds)
+    failed = [
+        (kind, message)
+        for status, kind, message in zip(statuses, kinds, messages, strict=True)
         if status == "error"
-    )
+    ]
+    counts: Counter[str] = Counter(kind for kind, _ in failed)
+    by_kind: dict[str, Counter[str]] = {}
+    for kind, message in failed:
+        if message and kind != BUDGET_EXHAUSTED:  # a limit's rows: budget_message says it
+            by_kind.setdefault(kind, Counter())[message] += 1
+    causes = {kind: _shorten(found.most_common(1)[0][0]) for kind, found in by_kind.items()}
     return JobOutcome(
         model=str(model["name"]),
         task=task,
@@ -147,12 +167,23 @@ def assess(
         ok=sum(status == "ok" for status in statuses),
         errors=dict(counts),
         max_error_rate=float(model.get("max_error_rate") or 0.0),
+        causes=causes,
     )
+
+
+def _shorten(message: str, limit: int = CAUSE_CHARS) -> str:
+    message = " ".join(message.split())  # one line in a log
+    return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def _column(responses: Any, name: str) -> list:
     values = responses[name]  # an Arrow column (whose items are Arrow scalars) or a Series
     return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
+def _names(responses: Any) -> list[str]:
+    names = getattr(responses, "column_names", None)  # an Arrow table; else a pandas frame
+    return list(names if names is not None else responses.columns)
 
 
 def record_outcome(
@@ -168,7 +199,10 @@ def record_outcome(
         return None
     import logging
 
-    outcome = assess(model, task, _column(responses, "status"), _column(responses, "error_type"))
+    messages = _column(responses, "error_message") if "error_message" in _names(responses) else None
+    outcome = assess(
+        model, task, _column(responses, "status"), _column(responses, "error_type"), messages
+    )
     if outcome.unsent:
         from dualcog.inference.cache import model_cache_dir
         from dualcog.inference.limits import SpendLimit

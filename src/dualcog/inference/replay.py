@@ -63,6 +63,11 @@ def _json_object(line: str, line_number: int, path: Path) -> dict[str, Any]:
         raise DataError(
             f"line {line_number}: malformed JSON ({error.msg})", file=str(path)
         ) from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise DataError(
+            f"line {line_number}: JSON nested too deeply to read (thousands of levels)",
+            file=str(path),
+        ) from None
     if not isinstance(record, dict):
         raise DataError(f"line {line_number}: expected a JSON object per line", file=str(path))
     return record

@@ -20,45 +20,29 @@ from typing import Any
 
 from dualcog.inference.media import media_data_uri
 from dualcog.inference.values import as_list, is_missing
-from dualcog.routes import resolve_env_value, split_mode
+from dualcog.routes import resolve_env_value, route_key_of
+from dualcog.switches import (
+    CONFIG_FAMILIES,
+    DEFAULT_THINKING_BUDGET,
+    QWEN_SIZE_LIMITED,
+    Switch,
+    SwitchError,
+    effective_family,
+    internvl_system_text,
+    mode_switch,
+    split_mode,
+)
+from dualcog.tasks import VIDEO_TASKS
 
-DEFAULT_TEMPERATURE = 0.0
+# PROTOCOL §11.1: 0.2 unless configured (a configured 0 is sent as 0); 2,048 output tokens
+# unless configured (`max_tokens: null` sends none).
+DEFAULT_TEMPERATURE = 0.2
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BACKOFF_S = 1.0
 DEFAULT_BACKOFF_MAX_S = 60.0
-INTERNVL_INSTANT_PREFILL = "<think>\n</think>\n"
-
-# The request body fields that switch thinking on or off, per family and
-# mode. An empty dict is the server default. `-Reasoning` (a reasoning-only model) is sent as
-# Thinking except on OpenRouter, where it asks for the lowest effort.
-FAMILY_MODE_BODIES: dict[str, dict[str, dict[str, Any]]] = {
-    "qwen_vllm": {
-        "Instant": {"chat_template_kwargs": {"enable_thinking": False}},
-        "Thinking": {},
-        "Reasoning": {},
-    },
-    "dashscope": {
-        "Instant": {"enable_thinking": False},
-        "Thinking": {"enable_thinking": True},
-        "Reasoning": {"enable_thinking": True},
-    },
-    "internvl": {
-        "Instant": {"continue_final_message": True, "add_generation_prompt": False},
-        "Thinking": {},
-        "Reasoning": {},
-    },
-    "intern_s1": {"Instant": {"thinking_mode": False}, "Thinking": {}, "Reasoning": {}},
-    "glm": {"Instant": {"thinking": {"type": "disabled"}}, "Thinking": {}, "Reasoning": {}},
-    "openrouter": {
-        "Instant": {"reasoning": {"enabled": False}},
-        "Thinking": {"reasoning": {"enabled": True}},
-        "Reasoning": {"reasoning": {"effort": "low"}},
-    },
-    "none": {"Instant": {}, "Thinking": {}, "Reasoning": {}},
-}
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,10 +61,12 @@ class RequestSettings:
     """Everything about a request that comes from the model config."""
 
     run_name: str
+    base_name: str  # the route key: what the family rules and the size limit look at
     request_model: str
     mode: str | None
+    family: str | None
+    switch: Switch
     extra_body: dict[str, Any]
-    assistant_prefill: str | None
     system_prefix: str | None
     temperature: float
     max_tokens: int | None
@@ -92,55 +78,86 @@ class RequestSettings:
     api_base: str | None
     api_key: str = field(repr=False)
 
+    @property
+    def assistant_prefill(self) -> str | None:
+        return self.switch.prefill
+
+    @property
+    def size_limited(self) -> bool:
+        """Whether videos over the limit are re-encoded before sending (PROTOCOL §11.4)."""
+        return QWEN_SIZE_LIMITED in self.base_name.lower()
+
+    def record(self) -> dict[str, Any]:
+        """The settings that shaped every request of this run (PROTOCOL §11.5)."""
+        return {
+            "request_temperature": self.temperature,
+            "request_max_tokens": self.max_tokens,
+            "request_switch": json.dumps(
+                {"mode": self.mode, "family": self.family, **self.switch.describe()},
+                sort_keys=True,
+                separators=(",", ":"),
+            ),
+            "request_prefill": self.switch.prefill,
+        }
+
 
 def request_settings(model: Mapping[str, Any]) -> RequestSettings:
-    """Resolve a model config (mode suffix, family switch, `${VAR}` values, defaults)."""
+    """Resolve a model config (mode suffix, family switch, `${VAR}` values, defaults).
+
+    The family is the one configuration decided (`dualcog.routes.decide_family`): the authors'
+    rules on the base name, else the configured one. Raises ValueError naming the model for a
+    switch its route cannot send and for an InternVL Thinking run without its prefix."""
     run_name = str(model["name"])
-    base_name, mode = split_mode(run_name)
-    family = model.get("family")
-    if family is not None and family not in FAMILY_MODE_BODIES:
+    mode = split_mode(run_name)[1]
+    base_name = route_key_of(model)
+    override = bool(model.get("override_family"))
+    family, by_name = effective_family(base_name, model.get("family"), override)
+    if family is not None and family not in CONFIG_FAMILIES:
         raise ValueError(
-            f"model {run_name!r}: unknown family {family!r} (one of {sorted(FAMILY_MODE_BODIES)})"
+            f"model {run_name!r}: unknown family {family!r} (one of {', '.join(CONFIG_FAMILIES)})"
         )
-    mode_body: dict[str, Any] = {}
-    prefill = None
+    if mode is not None and family is None:
+        raise ValueError(
+            f"model {run_name!r} has mode suffix -{mode} but no `family` to say how to "
+            f"switch it (one of {', '.join(CONFIG_FAMILIES)})"
+        )
+    effort = model.get("reasoning_effort") or ("low" if model.get("reasoning_only") else None)
+    try:
+        switch = mode_switch(
+            base_name,
+            family,
+            mode,
+            by_name=by_name,
+            thinking_budget=model.get("thinking_budget", DEFAULT_THINKING_BUDGET),
+            effort=effort,
+        )
+    except SwitchError as error:
+        raise ValueError(f"model {run_name!r}: {error}") from None
     system_prefix = None
-    if mode is not None:
-        if family is None:
+    if switch.system_prefix:
+        system_prefix = model.get("thinking_system_prefix")
+        if not system_prefix:
             raise ValueError(
-                f"model {run_name!r} has mode suffix -{mode} but no `family` to say how to "
-                f"switch it (one of {sorted(FAMILY_MODE_BODIES)})"
+                f"model {run_name!r}: InternVL thinking needs `thinking_system_prefix` "
+                "(the think-protocol text put before the system prompt)"
             )
-        mode_body = copy.deepcopy(FAMILY_MODE_BODIES[family][mode])
-        if family == "dashscope" and mode == "Thinking":
-            budget = model.get("thinking_budget", 4000)
-            if budget is not None:
-                mode_body["thinking_budget"] = int(budget)
-        if family == "openrouter" and mode == "Reasoning":
-            mode_body["reasoning"]["effort"] = str(model.get("reasoning_effort", "low"))
-        if family == "internvl" and mode == "Instant":
-            prefill = INTERNVL_INSTANT_PREFILL
-        if family == "internvl" and mode in ("Thinking", "Reasoning"):
-            system_prefix = model.get("thinking_system_prefix")
-            if not system_prefix:
-                raise ValueError(
-                    f"model {run_name!r}: InternVL thinking needs `thinking_system_prefix` "
-                    "(the think-protocol text put before the system prompt)"
-                )
     user_body = model.get("extra_body") or {}
     if not isinstance(user_body, Mapping):
         raise ValueError(f"model {run_name!r}: extra_body must be a mapping")
     max_tokens = model.get("max_tokens", DEFAULT_MAX_TOKENS)
+    temperature = model.get("temperature")
     api_key = resolve_env_value(model.get("api_key", model.get("key")), "api_key") or "EMPTY"
     api_base = resolve_env_value(model.get("api_base", model.get("base_url")), "api_base")
     return RequestSettings(
         run_name=run_name,
+        base_name=base_name,
         request_model=str(model.get("request_model") or base_name),
         mode=mode,
-        extra_body=deep_merge(mode_body, user_body),
-        assistant_prefill=prefill,
-        system_prefix=system_prefix,
-        temperature=float(model.get("temperature", DEFAULT_TEMPERATURE)),
+        family=family,
+        switch=switch,
+        extra_body=deep_merge(switch.body, user_body),
+        system_prefix=str(system_prefix) if system_prefix else None,
+        temperature=DEFAULT_TEMPERATURE if temperature is None else float(temperature),
         max_tokens=None if max_tokens is None else int(max_tokens),
         timeout_s=float(model.get("timeout", DEFAULT_TIMEOUT_S)),
         max_retries=int(model.get("max_retries", DEFAULT_MAX_RETRIES)),
@@ -182,10 +199,14 @@ def build_messages(
     system_text = prompt.get("system_text")
     # Parquet-read string columns hold NaN (not None) for a missing system prompt.
     system_text = None if is_missing(system_text) else str(system_text)
+    if system_text is not None and prompt["task"] in VIDEO_TASKS:
+        # PROTOCOL §11.1: the generator stores it with a trailing newline, stripped when sent.
+        system_text = system_text.strip()
     if settings.system_prefix:
-        system_text = settings.system_prefix + (system_text or "")
-    if system_text is not None:
-        messages.append({"role": "system", "content": str(system_text)})
+        block = {"type": "text", "text": internvl_system_text(settings.system_prefix, system_text)}
+        messages.append({"role": "system", "content": [block]})
+    elif system_text is not None:
+        messages.append({"role": "system", "content": system_text})
     messages.append({"role": "user", "content": content})
     if settings.assistant_prefill is not None:
         messages.append({"role": "assistant", "content": settings.assistant_prefill})

@@ -31,8 +31,13 @@ def response_row(
     finish_reason: str | None = None,
     cached_tokens: int | None = None,
     refusal: str | None = None,
+    **record: Any,
 ) -> dict[str, Any]:
-    """One RESPONSES row; a failure never carries answer text."""
+    """One RESPONSES row; a failure never carries answer text. `record`: the request record
+    (`schemas.RECORD_FIELDS`, PROTOCOL §11.5) of a request that was posted."""
+    unknown = set(record) - set(schemas.RECORD_FIELDS)
+    if unknown:
+        raise TypeError(f"response_row: unknown fields {sorted(unknown)}")
     if status not in schemas.RESPONSE_STATUSES:
         raise ValueError(f"unknown response status {status!r}")
     if status != "ok":
@@ -59,6 +64,7 @@ def response_row(
         "finish_reason": finish_reason,
         "cached_tokens": cached_tokens,
         "refusal": refusal,
+        **{field: record.get(field) for field in schemas.RECORD_FIELDS},
     }
 
 
@@ -78,9 +84,11 @@ def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
     for column in (
         "attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
+        "request_max_tokens",
     ):  # fmt: skip
         frame[column] = frame[column].astype("Int64")
     frame["attempts"] = frame["attempts"].astype("Int32")
     frame["latency_ms"] = frame["latency_ms"].astype("float64")
+    frame["request_temperature"] = frame["request_temperature"].astype("float64")
     schemas.to_table(frame, schemas.RESPONSES)  # raises when a column does not conform
     return frame

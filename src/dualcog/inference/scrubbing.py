@@ -97,13 +97,14 @@ def _unmask(text: str, secret: str) -> str:
     """
     pieces = []
     end = 0
+    chars = _KEY_CHARS | frozenset(secret)  # a key may hold `=`, `+`, `/` (base64 alphabet)
     for gap in _MASK_GAP.finditer(text):
         start, stop = gap.start(), gap.end()
         if start < end:
             continue
-        while start > end and text[start - 1] in _KEY_CHARS:
+        while start > end and text[start - 1] in chars:
             start -= 1
-        while stop < len(text) and text[stop] in _KEY_CHARS:
+        while stop < len(text) and text[stop] in chars:
             stop += 1
         head, tail = text[start : gap.start()], text[gap.end() : stop]
         if len(head) >= 3 and len(tail) >= 2 and secret.startswith(head) and secret.endswith(tail):

@@ -12,9 +12,12 @@ that its process is alive, that /v1/models refuses a request without the key (40
 it lists the served name with it. A listener that took the port fails this at once.
 
 A job killed with SIGKILL cannot stop its server, and PR_SET_PDEATHSIG reaches only the leader
-(which may ignore it) and not its workers. So each server has a pidfile (pid, process group,
-start time, command line, owning job); the next served job reaps the groups whose owner is gone,
-killing only a process whose start time and command line still match the pidfile.
+(which may ignore it) and not its workers. So each server gets a random token in its
+environment (`DUALCOG_SERVER_ID`, inherited by every process it starts, whatever their process
+group, and fixed for a process's life in /proc/PID/environ) and a pidfile naming the token and
+the owning job, written before the server is launched. The next served job reaps every
+process carrying the token of a pidfile whose owner is gone. A command line is never used: a
+launcher (`#!/usr/bin/env python3`) changes it after the start.
 """
 
 from __future__ import annotations
@@ -208,14 +211,6 @@ def process_start(pid: int) -> int | None:
     return None if fields[0] == "Z" else int(fields[19])
 
 
-def process_cmdline(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return [part.decode(errors="replace") for part in raw.split(b"\0")[:-1]]
-
-
 KILL_WAIT_S = 10.0
 
 
@@ -236,12 +231,52 @@ def kill_group(group: int, grace_s: float) -> None:
         time.sleep(0.02)
 
 
-def write_pidfile(path: Path, pid: int) -> None:
+SERVER_ID_VARIABLE = "DUALCOG_SERVER_ID"
+MODELS_REPLY_LIMIT = 1 << 20  # bytes of a /v1/models answer read: a listing is far smaller
+ORPHAN_GRACE_S = 5.0  # an orphan serves nobody: a short SIGTERM grace before SIGKILL
+
+
+def token_members(token: str) -> list[int]:
+    """Live processes whose environment (as started) carries `SERVER_ID_VARIABLE=token`."""
+    needle = f"{SERVER_ID_VARIABLE}={token}".encode()
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or another user's: not ours
+            continue
+        if needle in environ.split(b"\0") and process_start(int(entry.name)) is not None:
+            members.append(int(entry.name))
+    return members
+
+
+def kill_token(token: str, grace_s: float) -> list[int]:
+    """SIGTERM to every process carrying `token` (and its group), SIGKILL to the rest after
+    `grace_s`; returns once they are gone (bounded, as `kill_group`)."""
+    found = token_members(token)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while token_members(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while (left := token_members(token)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    return found
+
+
+def write_pidfile(path: Path, token: str, pid: int | None = None) -> None:
+    """The pidfile of a server: written before its launch (token and owner), again after it
+    (its pid, for people reading it)."""
     record = {
+        "token": token,
         "pid": pid,
-        "pgid": pid,  # start_new_session: the leader's pid is the group id
-        "start": process_start(pid),
-        "cmdline": process_cmdline(pid),
         "owner_pid": os.getpid(),
         "owner_start": process_start(os.getpid()),
         "host": socket.gethostname(),  # pids mean nothing on another node of a cluster
@@ -252,37 +287,25 @@ def write_pidfile(path: Path, pid: int) -> None:
     partial.replace(path)
 
 
-def reap_orphans(pid_dir: str | Path, grace_s: float = 10.0) -> list[int]:
-    """Stop the server groups of pidfiles in `pid_dir` whose owning job is gone.
-
-    A process is killed only while it is the one recorded: the leader if its start time and
-    command line match; otherwise (the leader died) the group's remaining members started no
-    earlier than the leader (Linux does not reuse a pid that is still a group id). Returns the
-    group ids stopped.
-    """
-    stopped = []
+def reap_orphans(pid_dir: str | Path, grace_s: float = ORPHAN_GRACE_S) -> list[int]:
+    """Stop the servers of pidfiles in `pid_dir` whose owning job is gone: every process that
+    carries the pidfile's token, whatever its command line or process group now. Returns
+    the pids stopped."""
+    stopped: list[int] = []
     for path in sorted(Path(pid_dir).glob("*.pid")):
         try:
             record = json.loads(path.read_text())
-            pid, group, start = int(record["pid"]), int(record["pgid"]), record["start"]
+            token = str(record["token"])
             owner, owner_start = int(record["owner_pid"]), record["owner_start"]
         except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)  # unreadable: nothing it names can be trusted
+            path.unlink(missing_ok=True)  # unreadable or of an older layout: names nothing
             continue
         if record.get("host", socket.gethostname()) != socket.gethostname():
             continue  # reaped by a run on its own machine
         if owner_start is not None and process_start(owner) == owner_start:
             continue  # its job still runs (another served job of this workflow)
-        leader_start = process_start(pid)
-        if leader_start is not None:
-            ours = leader_start == start and process_cmdline(pid) == record["cmdline"]
-        else:
-            ours = start is not None and any(
-                (process_start(member) or -1) >= start for member in group_members(group)
-            )
-        if ours:
-            kill_group(group, grace_s)
-            stopped.append(group)
+        if len(token) >= 16:  # a token too short to be ours could match a stranger
+            stopped += kill_token(token, grace_s)
         path.unlink(missing_ok=True)
     return stopped
 
@@ -402,6 +425,7 @@ class ManagedServer:
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
         self.gpus: GpuClaim | None = None
+        self.token = ""
 
     @property
     def api_base(self) -> str:
@@ -419,13 +443,16 @@ class ManagedServer:
 
     def start(self) -> None:
         if self.pid_dir is not None:
-            reap_orphans(self.pid_dir, self.stop_grace_s)
+            reap_orphans(self.pid_dir, min(self.stop_grace_s, ORPHAN_GRACE_S))
         self.port = free_port(self.spec.host)
         argv = self.spec.argv(self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.api_key = secrets.token_urlsafe(24)
         # vLLM reads VLLM_API_KEY like --api-key; the environment keeps it out of `ps` and logs.
         env = {**os.environ, **self.spec.env, "VLLM_API_KEY": self.api_key}
+        self.token = env[SERVER_ID_VARIABLE] = secrets.token_hex(16)
+        if self.pidfile is not None:  # before the launch: a kill right after it leaves none
+            write_pidfile(self.pidfile, self.token)
         pool = gpu_pool(env) if self.spec.gpus > 0 else None
         if pool is not None:
             self.gpus = GpuClaim(self.spec.gpus, pool)
@@ -445,12 +472,14 @@ class ManagedServer:
                 )
             except FileNotFoundError:
                 self._release_gpus()
+                if self.pidfile is not None:
+                    self.pidfile.unlink(missing_ok=True)
                 raise ServeError(
                     f"{self.label}: server command {argv[0]!r} not found (install vLLM: "
                     "envs/vllm.yaml, or run with --sdm conda)"
                 ) from None
         if self.pidfile is not None:
-            write_pidfile(self.pidfile, self.process.pid)
+            write_pidfile(self.pidfile, self.token, self.process.pid)
 
     def wait_healthy(self) -> None:
         """Return once GET /health answers 200; raise with the log's tail otherwise."""
@@ -474,40 +503,49 @@ class ManagedServer:
                 )
             time.sleep(self.poll_s)
 
-    def _models_status(self, with_key: bool) -> tuple[int, Any]:
+    def _models_status(self, with_key: bool) -> tuple[int, Any, str]:
+        """Status, parsed listing and what went wrong reading GET /v1/models (untrusted: at
+        most MODELS_REPLY_LIMIT bytes are read)."""
         request = urllib.request.Request(f"http://{self.spec.host}:{self.port}/v1/models")
         if with_key:
             request.add_header("Authorization", f"Bearer {self.api_key}")
         try:
             with urllib.request.urlopen(request, timeout=10) as reply:
-                body = reply.read()
+                body = reply.read(MODELS_REPLY_LIMIT + 1)
                 status = reply.status
+                promised = reply.length  # what the Content-Length still owes, if any
         except urllib.error.HTTPError as error:
-            return error.code, None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as error:
-            return 0, type(error).__name__
+            return error.code, None, ""
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
+            # IncompleteRead (a short read), a connection reset, a timeout, a garbled header
+            return 0, None, f"{type(error).__name__} reading the reply"
+        if len(body) > MODELS_REPLY_LIMIT:
+            return status, None, f"a reply over {MODELS_REPLY_LIMIT // 1024} KiB, not read"
+        if promised:
+            return status, None, f"a reply cut short: {len(body)} of {len(body) + promised} bytes"
         try:
-            return status, json.loads(body)
-        except ValueError:
-            return status, None
+            return status, json.loads(body), ""
+        except (ValueError, RecursionError):
+            return status, None, "a reply that is not JSON"
 
     def check_identity(self) -> None:
         """Fail unless the listener on our port is the server this job started (module doc)."""
         self.check_alive()
-        without_status, _ = self._models_status(with_key=False)
-        with_status, listing = self._models_status(with_key=True)
+        without_status, _, _ = self._models_status(with_key=False)
+        with_status, listing, problem = self._models_status(with_key=True)
         names = []
         if isinstance(listing, dict) and isinstance(listing.get("data"), list):
             names = [m.get("id") for m in listing["data"] if isinstance(m, dict)]
         self.check_alive()
         if without_status == 401 and with_status == 200 and self.spec.served_name in names:
             return
+        problem = f" ({problem})" if problem else ""
         raise ServeError(
             f"{self.label}: port {self.port} on {self.spec.host} answers /health, but not as "
             f"the server this job started (GET /v1/models: {without_status} without its "
-            f"per-launch key, {with_status} with it, models {names}; expected 401, 200 and "
-            f"{self.spec.served_name!r}). Another program listens on port {self.port}: stop it "
-            "(`ss -ltnp` names it) and rerun; no request was sent"
+            f"per-launch key, {with_status} with it{problem}, models {names[:5]}; expected "
+            f"401, 200 and {self.spec.served_name!r}). Another program listens on port "
+            f"{self.port}: stop it (`ss -ltnp` names it) and rerun; no request was sent"
         )
 
     def reported_version(self) -> tuple[str | None, str | None]:
@@ -555,6 +593,9 @@ class ManagedServer:
         kill_group(process.pid, self.stop_grace_s)  # start_new_session: pid is the group id
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
+        # A worker that left the group (its own session) still carries the token.
+        if Path("/proc").is_dir():
+            kill_token(self.token, self.stop_grace_s)
         if self.pidfile is not None and not group_members(process.pid):
             self.pidfile.unlink(missing_ok=True)
         self._release_gpus()

@@ -33,6 +33,9 @@ _SOURCES = {
     "MetricMatrices": "dualcog.stats.estimands",
     "metric_matrices": "dualcog.stats.estimands",
     "metric_matrices_table": "dualcog.stats.estimands",
+    "SetEstimates": "dualcog.stats.repeat_sets",
+    "set_estimates": "dualcog.stats.repeat_sets",
+    "set_intervals_table": "dualcog.stats.repeat_sets",
 }
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "BootstrapSettings",
     "Clusters",
     "MetricMatrices",
+    "SetEstimates",
     "build_clusters",
     "compare_models",
     "comparison_markdown",
@@ -53,6 +57,8 @@ __all__ = [
     "percentile_interval",
     "replicate_weights",
     "replicate_weights_table",
+    "set_estimates",
+    "set_intervals_table",
     "weights_from_table",
     "weights_metadata",
 ]
@@ -80,6 +86,7 @@ if TYPE_CHECKING:
     )
     from dualcog.stats.estimands import MetricMatrices, metric_matrices, metric_matrices_table
     from dualcog.stats.pairs import comparison_pairs
+    from dualcog.stats.repeat_sets import SetEstimates, set_estimates, set_intervals_table
     from dualcog.stats.schema import CONFIDENCE_INTERVALS, REPLICATE_WEIGHTS
 
 

@@ -12,7 +12,8 @@ from dualcog.scoring.aggregate import AGGREGATE_PARSE, EVIDENCE_METRICS, SEMANTI
 from dualcog.scoring.dual import dual_pairs
 from dualcog.stats.bootstrap import BootstrapSettings, percentile_interval
 from dualcog.stats.clusters import Clusters
-from dualcog.stats.estimands import KEY, metric_matrices
+from dualcog.stats.estimands import KEY
+from dualcog.stats.repeat_sets import set_estimates
 
 COMPARISON = pa.schema(
     [
@@ -32,59 +33,78 @@ COMPARISON = pa.schema(
         ("n_boot", pa.int64()),
         ("seed", pa.int64()),
         ("level", pa.float64()),
+        # a repeat set (dualcog.repeats): runs averaged, and their between-repeat SD (NaN
+        # for a single run)
+        ("repeats_a", pa.int64()),
+        ("repeats_b", pa.int64()),
+        ("sd_a", pa.float64()),
+        ("sd_b", pa.float64()),
     ]
 )
 HEADLINE = (*SEMANTIC_METRICS, *EVIDENCE_METRICS)
 
 
+def _runs(scores: pd.DataFrame | Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    return [scores] if isinstance(scores, pd.DataFrame) else list(scores)
+
+
 def compare_models(
     names: Sequence[str],
     samples: pd.DataFrame,
-    scores_a: pd.DataFrame,
-    scores_b: pd.DataFrame,
+    scores_a: pd.DataFrame | Sequence[pd.DataFrame],
+    scores_b: pd.DataFrame | Sequence[pd.DataFrame],
     clusters: Clusters,
     settings: BootstrapSettings,
     weights: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """COMPARISON rows: every metric both runs have on their common samples.
+    """COMPARISON rows: every metric both sides have on their common samples.
 
-    Common samples are those scored for both runs (both ran their task); a missing response
-    stays a wrong answer, as in the main metrics. Dual metrics use the pairs whose two
-    samples are common. Both runs are evaluated under the same replicate weights, so the
-    interval of the difference is a paired one.
+    A side is one run's scores or a repeat set's (one frame per repeat, dualcog.repeats): its
+    value is the mean over its repeats, `sd_a`/`sd_b` the between-repeat standard deviation.
+    Common samples are those scored for every run of both sides (each ran its task); a
+    missing response stays a wrong answer, as in the main metrics. Dual metrics use the pairs
+    whose two samples are common. Every run is evaluated under the same replicate weights and
+    a set's replicates are averaged over its repeats, so the interval of the difference is a
+    paired one of the two means (the samples resampled, the answers held).
     """
+    from dualcog.schemas import to_table
+    from dualcog.scoring.schema import PAIRS, SCORES
+    from dualcog.scoring.score import as_table
+
     model_a, model_b = names
-    common = set(scores_a["sample_id"]) & set(scores_b["sample_id"])
+    runs_a, runs_b = _runs(scores_a), _runs(scores_b)
+    common = set.intersection(*(set(s["sample_id"]) for s in (*runs_a, *runs_b)))
     pairs, _ = dual_pairs(samples)
     pairs = pairs[pairs["agent_sample_id"].isin(common) & pairs["world_sample_id"].isin(common)]
+    pairs_table = to_table(pairs, PAIRS)
     weights = settings.weights(clusters) if weights is None else weights
     sides = []
-    for scores in (scores_a, scores_b):
-        matrices = metric_matrices(
-            scores[scores["sample_id"].isin(common)], samples, clusters, pairs
-        )
-        keys = matrices.all_keys()
-        keys["n_clusters"] = matrices.n_clusters()
-        sides.append((keys, matrices.point(), matrices.evaluate(weights)))
-    (keys_a, point_a, boot_a), (keys_b, point_b, boot_b) = sides
-    index_b = {tuple(k): i for i, k in enumerate(keys_b[KEY].itertuples(index=False))}
-    rows_a = [i for i, k in enumerate(keys_a[KEY].itertuples(index=False)) if tuple(k) in index_b]
-    rows_b = [index_b[tuple(keys_a.loc[i, KEY])] for i in rows_a]
-    difference = boot_a[:, rows_a] - boot_b[:, rows_b]
+    for runs in (runs_a, runs_b):
+        tables = [as_table(s[s["sample_id"].isin(common)], SCORES) for s in runs]
+        sides.append(set_estimates(tables, clusters, pairs_table, weights))
+    side_a, side_b = sides
+    index_b = {key[:4]: i for i, key in enumerate(side_b.keys)}
+    rows_a = [i for i, key in enumerate(side_a.keys) if key[:4] in index_b]
+    rows_b = [index_b[side_a.keys[i][:4]] for i in rows_a]
+    difference = side_a.replicates[:, rows_a] - side_b.replicates[:, rows_b]
     low, high, defined = percentile_interval(difference, settings.level)
-    frame = keys_a.loc[rows_a, KEY].reset_index(drop=True)
+    frame = pd.DataFrame([side_a.keys[i][:4] for i in rows_a], columns=KEY)
     frame.insert(0, "model_b", model_b)
     frame.insert(0, "model_a", model_a)
-    frame["value_a"] = point_a[rows_a]
-    frame["value_b"] = point_b[rows_b]
+    frame["value_a"] = side_a.mean[rows_a]
+    frame["value_b"] = side_b.mean[rows_b]
     frame["difference"] = frame["value_a"] - frame["value_b"]
     frame["ci_low"] = low
     frame["ci_high"] = high
-    frame["n"] = keys_a.loc[rows_a, "n"].to_numpy()
-    frame["n_clusters"] = keys_a.loc[rows_a, "n_clusters"].to_numpy()
+    frame["n"] = np.array([side_a.keys[i][4] for i in rows_a], dtype=np.int64)
+    frame["n_clusters"] = side_a.n_clusters[rows_a].astype(np.int64)
     frame["n_boot"] = defined.astype(np.int64)
     frame["seed"] = settings.seed
     frame["level"] = settings.level
+    frame["repeats_a"] = len(runs_a)
+    frame["repeats_b"] = len(runs_b)
+    frame["sd_a"] = side_a.spread[rows_a]
+    frame["sd_b"] = side_b.spread[rows_b]
     return frame[COMPARISON.names]
 
 
@@ -92,9 +112,31 @@ def _points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def comparison_markdown(frame: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
-    """A readable summary: headline metrics and aggregates, compatible parse, stratum all."""
+def _with_spread(value: float, spread: float) -> str:
+    text = f"{100 * value:.1f}"
+    return text if pd.isna(spread) else f"{text} ±{100 * spread:.1f}"
+
+
+def _repeats_line(name: str, averaged: int, configured: int) -> str | None:
+    """What a side that is a repeat set averages; an incomplete set says so."""
+    if configured <= 1 and averaged <= 1:
+        return None
+    line = f"{name}: the mean of {averaged} repeats"
+    if averaged < configured:
+        line += f" of the {configured} configured (incomplete: not the whole set)"
+    return line + "; ±x.x is the standard deviation between repeats."
+
+
+def comparison_markdown(
+    frame: pd.DataFrame,
+    display: Mapping[str, str] | None = None,
+    repeats: Mapping[str, int] | None = None,
+) -> str:
+    """A readable summary: headline metrics and aggregates, compatible parse, stratum all.
+
+    `repeats`: the configured size of each repeat set among the two (dualcog.repeats)."""
     display = display or {}
+    repeats = repeats or {}
     if frame.empty:
         return "# Paired comparison\n\nThe two runs share no scored sample.\n"
     model_a, model_b = frame["model_a"].iloc[0], frame["model_b"].iloc[0]
@@ -116,6 +158,14 @@ def comparison_markdown(frame: pd.DataFrame, display: Mapping[str, str] | None =
         "gold intervals (mean tIoU) or pairs (dual metrics); for overall scores, the number of "
         "metrics averaged.",
         "",
+        *(
+            f"{line}\n"
+            for line in (
+                _repeats_line(name, int(frame[f"repeats_{side}"].iloc[0]), repeats.get(model, 1))
+                for side, name, model in (("a", name_a, model_a), ("b", name_b, model_b))
+            )
+            if line
+        ),
         f"| Task | Metric | {name_a} | {name_b} | Difference | {level:.0%} interval | n |",
         "|---|---|---:|---:|---:|---|---:|",
     ]
@@ -125,7 +175,8 @@ def comparison_markdown(frame: pd.DataFrame, display: Mapping[str, str] | None =
             continue
         excludes_zero = row.ci_low > 0 or row.ci_high < 0
         lines.append(
-            f"| {row.task} | {row.metric} | {100 * row.value_a:.1f} | {100 * row.value_b:.1f} "
+            f"| {row.task} | {row.metric} | {_with_spread(row.value_a, row.sd_a)} "
+            f"| {_with_spread(row.value_b, row.sd_b)} "
             f"| {_points(row.difference)}{' *' if excludes_zero else ''} "
             f"| [{_points(row.ci_low)}, {_points(row.ci_high)}] | {row.n} |"
         )

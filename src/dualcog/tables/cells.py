@@ -90,11 +90,19 @@ def percent(value: object) -> str:
     return DASH if _missing(value) else f"{float(value) * 100:.1f}"
 
 
-def _text_cell(value: object, number_format: str | None) -> Cell:
+def spread_text(spread: float | None, number_format: str = ".1f", scale: float = 100.0) -> str:
+    """The text after a repeat set's value: " ±" and its between-repeat SD ("" without)."""
+    if spread is None or _missing(spread):
+        return ""
+    return f" ±{format(float(spread) * scale, number_format.lstrip('+'))}"
+
+
+def _text_cell(value: object, number_format: str | None, spread: float | None = None) -> Cell:
     if _missing(value):
         return Cell(DASH, numeric=number_format is not None)
     if number_format is not None:
-        return Cell(format(float(value), number_format), value=float(value), numeric=True)
+        text = format(float(value), number_format) + spread_text(spread, number_format, 1.0)
+        return Cell(text, value=float(value), numeric=True)
     if isinstance(value, float):
         return Cell(f"{value:+.1f}", value=value, numeric=True)
     if isinstance(value, (int, np.integer)):
@@ -132,9 +140,10 @@ def grid(table: Table) -> Grid:
                 cells.append(_coverage_cell(table, model))
             elif header in by_header:
                 value = row[header]
+                spread = None if _missing(value) else table.spreads.get((model, header))
                 cells.append(
                     Cell(
-                        percent(value),
+                        percent(value) + spread_text(spread),
                         value=None if _missing(value) else float(value),
                         mark=found.get((model, header), ""),
                         flag=table.flags.get((model, header), ""),
@@ -143,7 +152,13 @@ def grid(table: Table) -> Grid:
                     )
                 )
             else:
-                cells.append(_text_cell(row[header], table.number_formats.get(header)))
+                cells.append(
+                    _text_cell(
+                        row[header],
+                        table.number_formats.get(header),
+                        table.spreads.get((model, header)),
+                    )
+                )
         group = str(row["Group"]) if table.grouped else ""
         if not blocks or blocks[-1].group != group:
             blocks.append(Block(group, GROUP_TITLES.get(group, group), []))

@@ -10,7 +10,7 @@ show on hover and, on request, in the cells. CSS and JS are inlined: the page op
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +20,16 @@ import pandas as pd
 from dualcog.backends import declared
 from dualcog.scoring.dual import FAMILY_SIDES
 from dualcog.tables.build import build_audit, build_main, model_rows
-from dualcog.tables.cells import COVERAGE_HEADER, DASH, Cell, Grid, grid, legend_lines, stamp_items
+from dualcog.tables.cells import (
+    COVERAGE_HEADER,
+    DAGGER,
+    DASH,
+    Cell,
+    Grid,
+    grid,
+    legend_lines,
+    stamp_items,
+)
 from dualcog.tables.coverage import coverage_from_metrics, member_tasks
 from dualcog.tables.html import cell_classes, header_rows
 from dualcog.tables.inputs import TableInputs
@@ -35,6 +44,7 @@ from dualcog.tables.model import (
     video_columns,
 )
 from dualcog.tables.render_env import html_environment
+from dualcog.tables.repeats import collapsed_views
 from dualcog.tables.usage import build_usage, usage_by_task, usage_totals
 from dualcog.tasks import SCORED_BY_TASK
 
@@ -171,6 +181,8 @@ class PageContext:
     labels: Mapping[str, str]
     coverage: Mapping[tuple[str, str], tuple[int, int]]
     intervals: Mapping[tuple[str, str, str, str], dict]
+    # Row -> the run whose explorer page it links to (a repeat set: its first repeat's).
+    pages: Mapping[str, str] = field(default_factory=dict)
 
 
 def _value_cell(cell: Cell, model: str, header: str, context: PageContext) -> dict[str, Any]:
@@ -199,7 +211,9 @@ def _value_cell(cell: Cell, model: str, header: str, context: PageContext) -> di
         "classes": cell_classes(cell),
         "mark": cell.mark,
         "dagger": cell.flag == "partial",
-        "href": explorer_link(model, column.task) if linked and cell.text != DASH else "",
+        "href": explorer_link(context.pages.get(model, model), column.task)
+        if linked and cell.text != DASH
+        else "",
         "title": " — ".join(tooltip),
         "ci": ci,
     }
@@ -213,7 +227,7 @@ def _text_cell(cell: Cell, model: str, header: str, context: PageContext) -> dic
         "classes": cell_classes(cell) + (" coverage" if header == COVERAGE_HEADER else ""),
         "mark": "",
         "dagger": False,
-        "href": explorer_link(model) if is_model else "",
+        "href": explorer_link(context.pages.get(model, model)) if is_model else "",
         "title": "samples with a response / expected" if header == COVERAGE_HEADER else "",
         "ci": "",
     }
@@ -239,9 +253,16 @@ def _table_model(variant: Variant, context: PageContext, badges: Mapping[str, li
         "width": len(layout.headers),
         "model_index": layout.headers.index("Model"),
         "blocks": blocks,
-        "legend": legend_lines(variant.table, layout),
+        "legend": [
+            line.replace(f"{DAGGER}: computed", f"{CORNER_MARK}: computed")
+            for line in legend_lines(variant.table, layout)
+        ],  # fmt: skip
         "grouped": variant.table.grouped,
     }
+
+
+# How the page marks a value short of samples (leaderboard.css): a corner, not a dagger.
+CORNER_MARK = "A value with an orange corner (a dagger in the other formats)"
 
 
 # A display name with this word already says that the run is replayed.
@@ -268,12 +289,14 @@ def _badges(
 def render_leaderboard(
     inputs: TableInputs, models: Sequence[Mapping], stamp: Stamp | None = None
 ) -> str:
-    views = build_views(inputs, models)
+    # A repeat set (dualcog.tables.repeats) becomes one row: its mean and spread.
+    inputs, models, views = collapsed_views(inputs, models, build_views)
     rows = model_rows(models)
     context = PageContext(
         labels=rows["label"].to_dict(),
         coverage=_task_coverage(coverage_from_metrics(inputs.metrics)),
         intervals=_interval_lookup(inputs.intervals),
+        pages={m["name"]: m.get("explorer_page") or m["name"] for m in models},
     )
     badges = _badges(models, inputs.usage.mode_flags if inputs.usage is not None else None)
     groups = [g for g in GROUP_ORDER if g in set(rows["group"])]

@@ -84,6 +84,9 @@ class Table:
     flags: dict[tuple[str, str], str] = field(default_factory=dict)
     # Format spec per text column holding numbers (e.g. "+.1f" for a signed change).
     number_formats: dict[str, str] = field(default_factory=dict)
+    # (row, header) -> between-repeat SD of a repeat set's cell (dualcog.tables.repeats),
+    # in the cell's unit (a fraction for value columns); shown as "±x.x" after the value.
+    spreads: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def value_headers(self) -> list[str]:

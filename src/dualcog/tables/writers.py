@@ -16,7 +16,8 @@ def to_csv(table: Table, stamp: Stamp | None = None) -> str:
     """Fractions as stored, with coverage columns; the stamp is not written inline.
 
     Coverage: `Responses` / `Expected` over the table's requests and `<task> Coverage`
-    (responses / expected of that task) per scored task the table draws on.
+    (responses / expected of that task) per scored task the table draws on. With repeat sets,
+    `<header> SD`: the between-repeat standard deviation of that column (dualcog.tables.repeats).
     """
     del stamp  # a CSV stays a plain table; provenance goes in a sidecar file
     frame = table.frame.copy()
@@ -26,6 +27,9 @@ def to_csv(table: Table, stamp: Stamp | None = None) -> str:
         frame["Expected"] = coverage["expected"].astype("Int64")
         for task in coverage.columns.drop(["responses", "expected"]):
             frame[f"{TASK_ABBREVIATIONS[task]} Coverage"] = coverage[task]
+    # A repeat set's between-repeat SD of a column, beside the mean it qualifies.
+    for header in dict.fromkeys(h for _, h in table.spreads):
+        frame[f"{header} SD"] = [table.spreads.get((m, header)) for m in frame.index]
     frame.index.name = "run"
     return frame.to_csv(float_format="%.6g")
 

@@ -246,12 +246,37 @@
       card.appendChild(h("details", { class: "question" }, [h("summary", null, ["Question"]),
         h("p", null, [r.question])]));
     }
+    if (r.request) card.appendChild(requestParts(r.request));
     card.appendChild(h("details", { class: "raw" }, [
       h("summary", null, ["Raw response" +
         (r.raw_truncated ? " (first " + titles.raw_limit + " characters)" : "")]),
       h("pre", null, [r.raw !== null && r.raw !== undefined ? r.raw : "(no response text)"]),
     ]));
     return card;
+  }
+
+  // What was posted for the sample (PROTOCOL §11.5): the body's SHA-256 and what shaped it.
+  function requestParts(q) {
+    const sw = q.switch || {};
+    const rows = [
+      ["body SHA-256", h("code", null, [q.sha256])],
+      ["temperature", String(q.temperature)],
+      ["max_tokens", q.max_tokens === null || q.max_tokens === undefined ? "none sent"
+        : String(q.max_tokens)],
+      ["mode switch", (sw.mode || "none") + (sw.family ? " (family " + sw.family + ")" : "") +
+        (sw.body && Object.keys(sw.body).length ? " " + JSON.stringify(sw.body) : "") +
+        (sw.system_prefix ? "; think-protocol system prefix" : "")],
+      ["prefill", q.prefill === null || q.prefill === undefined ? "none"
+        : JSON.stringify(q.prefill)],
+      ["re-encoded video", q.reencoded ? q.reencoded.map(function (v) {
+        return v.bytes_before + " \u2192 " + v.bytes_after + " bytes (" +
+          (v.width ? "width " + v.width + ", " : "") + v.bitrate_k + " kb/s), sent " + v.sent_sha256;
+      }).join("; ") : "none"],
+    ];
+    return h("details", { class: "request" }, [h("summary", null, ["Request sent"]),
+      h("table", { class: "fields" }, [h("tbody", null, rows.map(function (row) {
+        return h("tr", null, [h("th", null, [row[0]]), h("td", null, [row[1]])]);
+      }))])]);
   }
 
   // A model's record on its sample's card: the card's images with the model's boxes, its
