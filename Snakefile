@@ -51,20 +51,17 @@ rule all:
         all_outputs(),
 
 
-# Local runs: no job-start throttle (it costs minutes of scheduler CPU at the paper's scale).
 # A served model's vLLM is checked here, before any job, where its server starts here.
 # Outputs a person reads that this config does not make (an earlier config's) are removed.
 onstart:
     from dualcog.outputs import remove_foreign_outputs, removed_text
     from dualcog.preflight import require_servers
-    from dualcog.scheduling import lift_local_start_limit
 
     removed = remove_foreign_outputs(Path("results"), all_outputs())
     if removed:
         print(removed_text(removed), file=sys.stderr)
     if servers_start_here():
         require_servers(config, CONFIG_SOURCE)
-    lift_local_start_limit(workflow)
 
 
 # Models whose requests failed, the count of each error type and what to type next; after a

@@ -21,7 +21,6 @@ from dualcog.stamp import STAGE_VERSIONS, model_entry
 from dualcog.serving.facts import facts_path as served_facts_path
 from dualcog.serving.facts import frames_path as served_frames_path
 from dualcog.serving.server import served_groups
-from dualcog.snakemake_params import skip_pandas_for_plain_params
 from dualcog.sharding import shard_count
 from dualcog.tables.catalog import table_names, table_spec
 from dualcog.tasks import IMAGE_TASKS, VIDEO_TASKS
@@ -36,10 +35,6 @@ from dualcog.versions import (
     PLOTS_VERSION,
     STATS_VERSION,
 )
-
-# Job params recorded and handed to scripts without pandas' import: half a CPU second per
-# Snakemake process (dualcog.snakemake_params).
-skip_pandas_for_plain_params()
 
 CONFIG_SOURCE = (
     ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
@@ -200,8 +195,8 @@ def infer_settings(wildcards):
 
 
 def replay_sources(wildcards):
-    """Files the backend reads (replay: response files) are inputs: editing one reruns exactly
-    its jobs."""
+    """Files the backend reads (its `input_field`: a replayed run's response files) are
+    inputs: editing one reruns exactly its jobs."""
     return input_files(model_by_name(config, wildcards.model))
 
 
@@ -228,8 +223,9 @@ def per_run_rule_name(tasks):
     return "infer_run_" + "_".join(tasks)
 
 
-def all_replay_sources():
-    return sorted({p for m in config["models"] for p in model_entry(m)["replay"]})
+def all_backend_inputs():
+    """Every file a configured backend reads (the stamp digests them)."""
+    return sorted({p for m in config["models"] for p in input_files(m)})
 
 
 def sent_responses():
@@ -244,7 +240,7 @@ def sent_responses():
 
 
 def stamp_models(names=None):
-    """Per-model stamp entries (answer-settings digest, bbox_scale, replay files)."""
+    """Per-model stamp entries (answer-settings digest, bbox_scale, backend input files)."""
     return {
         m["name"]: model_entry(m)
         for m in config["models"]

@@ -1,7 +1,7 @@
 rule stamp:
     input:
         manifests=manifest_files(),
-        replay=all_replay_sources(),
+        backend_inputs=all_backend_inputs(),
         release=download_record(config),
         served=[served_facts_path(run) for run in SERVED_RUNS],
         responses=sent_responses(),

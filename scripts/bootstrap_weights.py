@@ -1,19 +1,16 @@
 """Snakemake adapter: benchmark samples -> the bootstrap's replicate weights, drawn once for
 every model's `score` job (the seeded draw is the same for all of them)."""
 
-from dualcog.runtime import log, run_step, without_pandas_probe
-
-without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.runtime)
-
-from dualcog.schemas import read_arrow, write_table  # noqa: E402
-from dualcog.stats import (  # noqa: E402
+from dualcog.runtime import log, run_step
+from dualcog.schemas import read_arrow, write_table
+from dualcog.stats import (
     REPLICATE_WEIGHTS,
     BootstrapSettings,
     build_clusters,
     replicate_weights_table,
     weights_metadata,
 )
-from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
+from dualcog.stats.clusters import CLUSTER_COLUMNS
 
 
 def main(sm):

@@ -1,12 +1,5 @@
 """Snakemake adapter: one model run's samples, parses, scores and responses -> its explorer."""
 
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
 import gc
 import json
 from pathlib import Path
@@ -22,6 +15,7 @@ from dualcog.explorer.records import (
     MediaIndex,
     sample_records,
 )
+from dualcog.runtime import log, run_step
 from dualcog.schemas import read_arrow
 from dualcog.stamp import build_stamp
 

@@ -1,15 +1,9 @@
 """Snakemake adapter: the benchmark's samples and the explorer media -> the sample cards
 every model's explorer page shows (results/explorer/samples/)."""
 
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
 from dualcog.explorer.page import CHUNK_BYTES_LIMIT, write_sample_cards
 from dualcog.explorer.records import CARD_COLUMNS, MediaIndex, sample_cards
+from dualcog.runtime import log, run_step
 from dualcog.schemas import read_arrow
 
 

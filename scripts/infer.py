@@ -1,28 +1,20 @@
 """Snakemake adapter: prompts of one request kind -> raw responses of one model.
 
-Arrow in and out (`run_model_table`): no pandas frame is built, so a job of an offline
-backend never imports pandas (tests/test_lean_jobs.py checks).
+Arrow in and out (`run_model_table`): no pandas frame is built.
 """
-
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, progress_logger, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
 
 from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
 
-from dualcog.arrow_rows import rows_where
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
 from dualcog.inference import run_model_table
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import require_prepared
-from dualcog.schemas import RESPONSES, read_arrow, write_table
+from dualcog.runtime import log, progress_logger, run_step
+from dualcog.schemas import RESPONSES, read_arrow, rows_of_tasks, write_table
 from dualcog.sharding import select_shard, shard_label
 
 
@@ -33,9 +25,7 @@ def require_media(prompts: pa.Table, store: str) -> None:
 
 
 def task_samples(samples: pa.Table, task: str) -> pa.Table:
-    # Slices, not `pa.array` (it would import pandas) nor a pyarrow.compute filter (its import
-    # costs a twentieth of a CPU second; dualcog.arrow_rows).
-    return rows_where(samples, [t == task for t in samples.column("task").to_pylist()])
+    return rows_of_tasks(samples, [task])
 
 
 def main(sm):

@@ -1,30 +1,17 @@
 """Snakemake adapter: every API run's (run, task) units in one job, each provider's side by
 side within its caps (dualcog.inference.by_provider)."""
 
-# ruff: noqa: E402
-from dualcog.runtime import (
-    import_pyarrow_without_numpy,
-    log,
-    progress_logger,
-    run_step,
-    thread_log,
-)
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
 from collections import Counter
 from pathlib import Path
 
-from dualcog.arrow_rows import rows_where
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
 from dualcog.inference import run_model_table
 from dualcog.inference.by_provider import run_by_provider
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import require_prepared
-from dualcog.schemas import RESPONSES, read_arrow, write_table
+from dualcog.runtime import log, progress_logger, run_step, thread_log
+from dualcog.schemas import RESPONSES, read_arrow, rows_of_tasks, write_table
 
 
 def main(sm):
@@ -33,9 +20,7 @@ def main(sm):
     store, cache_dir = Path(sm.params.media_store), Path(sm.params.cache_dir)
     prompts = {path: read_arrow(path) for path in dict.fromkeys(u["prompts"] for u in plan)}
     samples = read_arrow(sm.input.samples)
-    tasks = samples.column("task").to_pylist()
-    # Slices, not a pyarrow.compute filter (its import costs; dualcog.arrow_rows).
-    by_task = {t: rows_where(samples, [x == t for x in tasks]) for t in {u["task"] for u in plan}}
+    by_task = {task: rows_of_tasks(samples, [task]) for task in {u["task"] for u in plan}}
     for path, table in prompts.items():
         if any(backend_of(model_by_name(config, u["run"])).sends_media
                for u in plan if u["prompts"] == path):  # fmt: skip

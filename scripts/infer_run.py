@@ -1,20 +1,12 @@
 """Snakemake adapter: one run of a backend that runs per model (replay: its recorded files;
-the built-in baselines: the gold) -> its responses for every task. Arrow in and out: the job
-never imports pandas."""
-
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, progress_logger, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
+the built-in baselines: the gold) -> its responses for every task. Arrow in and out."""
 
 from collections import Counter
 
-from dualcog.arrow_rows import rows_where
 from dualcog.config import model_by_name
 from dualcog.inference import run_per_model_tables
-from dualcog.schemas import RESPONSES, read_arrow, write_table
+from dualcog.runtime import log, progress_logger, run_step
+from dualcog.schemas import RESPONSES, read_arrow, rows_of_tasks, write_table
 
 # What a response row takes from its prompt (dualcog.inference.rows.response_row) and what
 # the built-in baselines read (the options offered): the texts and media lists are never
@@ -33,9 +25,7 @@ def main(sm):
     samples = None
     if getattr(sm.input, "samples", None):  # a gold-aware backend (Backend.reads_samples)
         samples = read_arrow(sm.input.samples)
-        # Slices, not a pyarrow.compute filter (its import costs; dualcog.arrow_rows).
-        wanted = set(tasks)
-        samples = rows_where(samples, [t in wanted for t in samples.column("task").to_pylist()])
+        samples = rows_of_tasks(samples, tasks)
     log.info(
         "%s: answering %d requests of %s (backend %s)", model["name"],
         sum(map(len, prompts.values())), ", ".join(tasks), model["backend"],

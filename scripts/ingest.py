@@ -1,18 +1,11 @@
 """Snakemake adapter: released manifests -> results/benchmark/samples.parquet (+ excluded.json)."""
 
-# ruff: noqa: E402
 import json
 from collections import Counter
 
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
-from dualcog.arrow_rows import table_from_rows
 from dualcog.ingest import ingest_rows
-from dualcog.schemas import SAMPLES, write_table
+from dualcog.runtime import log, run_step
+from dualcog.schemas import SAMPLES, table_from_rows, write_table
 
 
 def main(sm):

@@ -1,15 +1,8 @@
 """Snakemake adapter: benchmark samples -> matched-context pairs (once for every model)."""
 
-# ruff: noqa: E402
 from collections import Counter
 
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): pairing works on
-# Python values (dualcog.scoring.pairing), never on numpy's (why, and what it saves:
-# dualcog.runtime).
-import_pyarrow_without_numpy()
-
+from dualcog.runtime import log, run_step
 from dualcog.schemas import read_arrow, write_table
 from dualcog.scoring.pairing import PAIR_INPUT_COLUMNS, dual_pair_table
 from dualcog.scoring.schema import PAIRS

@@ -2,19 +2,11 @@
 sample's request outcome class (read by the explorer and the tables), and the response rows
 without their texts (the usage table's, the mode check's and the run summary's facts)."""
 
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
 import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dualcog.arrow_rows import rows_where
 from dualcog.outcomes import (
     OUTCOME_COLUMNS,
     request_outcomes,
@@ -23,11 +15,18 @@ from dualcog.outcomes import (
 )
 from dualcog.parsing import parse_run_table
 from dualcog.parsing.sources import STATUS_FIELDS
-from dualcog.schemas import PARSED, REQUEST_OUTCOMES, RESPONSE_FACTS, read_arrow, write_table
+from dualcog.runtime import log, run_step
+from dualcog.schemas import (
+    PARSED,
+    REQUEST_OUTCOMES,
+    RESPONSE_FACTS,
+    read_arrow,
+    rows_of_tasks,
+    write_table,
+)
 
 # The columns the parser reads: the samples' nested media / gold columns and the responses'
-# bookkeeping are never converted. Arrow in and out: no pandas frame in between, and no
-# pyarrow.compute (a twentieth of a CPU second to import) either.
+# bookkeeping are never converted. Arrow in and out.
 SAMPLE_COLUMNS = ["sample_id", "task", "options"]
 RESPONSE_COLUMNS = ["sample_id", "task", "raw_text", *STATUS_FIELDS]
 
@@ -46,7 +45,7 @@ def main(sm):
     responses = table.select([c for c in RESPONSE_COLUMNS if c in table.column_names])
     samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     answered = set(responses.column("task").to_pylist())
-    samples = rows_where(samples, [task in answered for task in samples.column("task").to_pylist()])
+    samples = rows_of_tasks(samples, answered)
     parsed, run = parse_run_table(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
     log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])

@@ -2,28 +2,20 @@
 
 Media keys come from the sources' bytes (what `prepare_images` / `prepare_videos` will store
 them under), so prompts never wait on media preparation; only `frames` mode reads the
-sampled frames (their timestamps are part of the prompt text). Arrow in and out: the job
-never imports pandas.
+sampled frames (their timestamps are part of the prompt text). Arrow in and out.
 """
 
-# ruff: noqa: E402
-from dualcog.runtime import import_pyarrow_without_numpy, log, run_step
-
-# Before anything imports pyarrow (so the imports below come after it): this job's work
-# never converts numpy values (why, and what it saves: dualcog.runtime).
-import_pyarrow_without_numpy()
-
-from dualcog.arrow_rows import rows_where, table_from_rows
 from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
 from dualcog.prompts.render import RENDER_COLUMNS, image_sources, render_prompt_rows, video_sources
-from dualcog.schemas import PROMPTS, read_arrow, write_table
+from dualcog.runtime import log, run_step
+from dualcog.schemas import PROMPTS, read_arrow, rows_of_tasks, table_from_rows, write_table
 
 
 def main(sm):
     # Only this task's samples, and only the columns a prompt is made of, become Python values.
     samples = read_arrow(sm.input.samples, columns=RENDER_COLUMNS)
     task = sm.wildcards.task
-    samples = rows_where(samples, [t == task for t in samples.column("task").to_pylist()])
+    samples = rows_of_tasks(samples, [task])
     samples = samples.to_pylist()
     media = sm.params.settings
     settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])

@@ -1,28 +1,24 @@
 """Snakemake adapter: parses of one model run -> per-sample scores, their metrics and the
-metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), without pandas."""
+metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), in Arrow."""
 
-from dualcog.runtime import log, run_step, single_threaded_blas, without_pandas_probe
+import pyarrow.compute as pc
 
-single_threaded_blas()  # before pyarrow imports numpy (docs in dualcog.runtime)
-without_pandas_probe()  # before the first Arrow conversion (docs in dualcog.runtime)
-
-import pyarrow.compute as pc  # noqa: E402
-
-from dualcog.schemas import METRICS, read_arrow, write_table  # noqa: E402
-from dualcog.scoring import (  # noqa: E402
+from dualcog.runtime import log, run_step
+from dualcog.schemas import METRICS, read_arrow, write_table
+from dualcog.scoring import (
     SCORED_SAMPLE_COLUMNS,
     SCORES,
     model_metrics_table,
     score_tables,
 )
-from dualcog.stats import (  # noqa: E402
+from dualcog.stats import (
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
     build_clusters,
     model_intervals_table,
     weights_from_table,
 )
-from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
+from dualcog.stats.clusters import CLUSTER_COLUMNS
 
 # What scoring and the clusters read of the samples: not their prompts and media lists (most
 # of the file's bytes).

@@ -1,19 +1,16 @@
 """Snakemake adapter: a repeat set's runs' scores -> the mean over its repeats and the
 bootstrap interval of that mean (results/metrics/intervals_by_model/<set>.parquet)."""
 
-from dualcog.runtime import log, run_step, single_threaded_blas
-
-single_threaded_blas()  # before pyarrow imports numpy (docs in dualcog.runtime)
-
-from dualcog.schemas import read_arrow, write_table  # noqa: E402
-from dualcog.stats import (  # noqa: E402
+from dualcog.runtime import log, run_step
+from dualcog.schemas import read_arrow, write_table
+from dualcog.stats import (
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
     build_clusters,
     set_intervals_table,
     weights_from_table,
 )
-from dualcog.stats.clusters import CLUSTER_COLUMNS  # noqa: E402
+from dualcog.stats.clusters import CLUSTER_COLUMNS
 
 
 def main(sm):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import jsonschema  # noqa: F401  (the config check of every run)
+import pandas  # noqa: F401  (Snakemake imports it to check every job's params)
 import smart_open  # noqa: F401  (Snakemake's source cache reads the Snakefile through it)
 import snakemake.cli
 import snakemake.report  # noqa: F401  (the report plugins' registry imports it)

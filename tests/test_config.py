@@ -12,6 +12,7 @@ from dualcog.config import (
     load_schema,
     model_fingerprint,
     model_tasks,
+    non_answer_keys,
     validate_config,
 )
 from dualcog.errors import ConfigError
@@ -84,6 +85,24 @@ def test_fingerprint_ignores_throughput_and_secrets() -> None:
     assert "api_key" not in answer_settings(tuned)
     hotter = {**base, "temperature": 0.7}
     assert model_fingerprint(base) != model_fingerprint(hotter)
+
+
+def test_answer_neutral_settings_are_the_ones_the_schema_marks() -> None:
+    """The fingerprint's exclusions come from the schema's `x-answer-neutral` marks: each is a
+    model property, and a setting that shapes the request or the answer is not marked."""
+    properties = load_schema()["$defs"]["model"]["properties"]
+    neutral = non_answer_keys()
+    marked = {k for k, prop in properties.items() if prop.get("x-answer-neutral")}
+    assert neutral - marked == {"repeat_of", "repeat_label"}  # added after validation
+    assert {"rpm_limit", "concurrency", "api_key", "api_base", "timeout", "batch"} <= neutral
+    answering = {
+        "backend", "temperature", "max_tokens", "seed", "request_model", "replay",
+        "extra_body", "video_mode", "video_frames", "serve", "reasoning_effort",
+    }  # fmt: skip
+    assert answering <= set(properties) and not answering & neutral
+    base = validate_config(_config(backend="openai", api_base="http://x"))["models"][0]
+    for key in sorted(neutral):
+        assert key not in answer_settings({**base, key: "changed"}), key
 
 
 def test_model_task_subset_keeps_registry_order() -> None:

@@ -193,9 +193,8 @@ def test_inspect_metrics_cover_the_samples_run(run: dict, tmp_path: Path) -> Non
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-    from dualcog.arrow_rows import table_from_rows
     from dualcog.integrations.evaluation import Answer, score_answers
-    from dualcog.schemas import SAMPLES
+    from dualcog.schemas import SAMPLES, table_from_rows
 
     rows, _ = ingest_rows(DEMO, ["landmark_position"])
     chosen = [rows[0]["sample_id"], rows[3]["sample_id"]]
@@ -367,9 +366,8 @@ def test_dataset_folder_loads_with_datasets(run: dict, tmp_path: Path, monkeypat
 
 
 def test_dataset_media_embedded_when_asked(tmp_path: Path) -> None:
-    from dualcog.arrow_rows import table_from_rows
     from dualcog.integrations.hf_dataset import dataset_table
-    from dualcog.schemas import SAMPLES
+    from dualcog.schemas import SAMPLES, table_from_rows
 
     rows, _ = ingest_rows(DEMO, ["landmark_position"])
     table = dataset_table(table_from_rows(rows[:2], SAMPLES), DEMO, embed_media=True)
@@ -378,10 +376,9 @@ def test_dataset_media_embedded_when_asked(tmp_path: Path) -> None:
 
 
 def test_dataset_refuses_media_outside_the_root_and_bad_split_names(tmp_path: Path) -> None:
-    from dualcog.arrow_rows import table_from_rows
     from dualcog.errors import DataError
     from dualcog.integrations.hf_dataset import dataset_card, dataset_table
-    from dualcog.schemas import SAMPLES
+    from dualcog.schemas import SAMPLES, table_from_rows
 
     rows, _ = ingest_rows(DEMO, ["landmark_position"])
     with pytest.raises(DataError, match="outside the data root"):

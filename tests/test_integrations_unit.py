@@ -10,7 +10,6 @@ import pyarrow.compute as pc
 import pytest
 from demo_fixtures import DEMO
 
-from dualcog.arrow_rows import table_from_rows
 from dualcog.ingest import ingest_rows
 from dualcog.integrations.evaluation import (
     Answer,
@@ -20,7 +19,7 @@ from dualcog.integrations.evaluation import (
     score_answers,
 )
 from dualcog.integrations.exports import headline_rows, hub_eval_results, model_identity
-from dualcog.schemas import SAMPLES
+from dualcog.schemas import SAMPLES, table_from_rows
 from dualcog.stamp import stamp_digest
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dualcog.arrow_rows import table_from_rows
+from dualcog.schemas import table_from_rows
 from dualcog.scoring import PAIRS, SCORES, dual_metric_rows, task_metric_rows
 from dualcog.scoring.columns import encoded, first_seen, kahan_sums
 from dualcog.stats import build_clusters

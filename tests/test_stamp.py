@@ -87,7 +87,7 @@ def test_stamp_fields(data_root: Path) -> None:
         "scene/image_tasks/manifests/scene.latest_manifest.json"
     ]
     assert set(stamp["models"]) == {"a", "b", "c"}
-    assert list(stamp["models"]["c"]["replay"]) == ["runs/c.jsonl"]
+    assert list(stamp["models"]["c"]["inputs"]) == ["runs/c.jsonl"]
     summary = stamp_summary(stamp)
     assert "protocol revision 2.3" in summary and PARSER_VERSION in summary
 

@@ -83,12 +83,8 @@ def test_per_mille_run_recovers_under_compatible_parse(demo_workflow: Path) -> N
 
 
 def test_second_run_has_nothing_to_do(demo_workflow: Path) -> None:
-    """Comparing every job's params with its record loads no pandas (snakemake_params)."""
-    result = run_snakemake(demo_workflow, "--dry-run", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    result = run_snakemake(demo_workflow, "--dry-run")
     assert "Nothing to be done" in result.stdout + result.stderr
-    imported = re.findall(r"^import time:.*\| +([\w.]+)$", result.stderr, flags=re.M)
-    assert "snakemake.persistence" in imported
-    assert "pandas" not in imported
 
 
 def test_a_copy_of_the_run_is_up_to_date(demo_copy: Path) -> None:
@@ -158,32 +154,6 @@ def test_editing_a_replayed_file_reruns_only_the_replay_model(demo_copy: Path) -
     assert [(rule, w) for rule, w in jobs if rule.startswith("infer")] == [
         ("infer_run", {"model": "recorded-Instant"})
     ]
-
-
-def _top_level_importer(importtime: str, module: str) -> str | None:
-    """The top-level import during which `module` was first imported (-X importtime lists a
-    module when it is done, its imports before it, indented one more)."""
-    entries = re.findall(r"^import time:[^|]*\|[^|]*\|( +)([\w.]+)$", importtime, flags=re.M)
-    names = [name for _, name in entries]
-    if module not in names:
-        return None
-    first = names.index(module)
-    return next(name for indent, name in entries[first:] if len(indent) == 1)
-
-
-def test_snakemake_runs_a_script_job_without_loading_pandas(demo_copy: Path) -> None:
-    """Snakemake hands a script job its params and records them; neither loads pandas in a
-    process without it (dualcog.snakemake_params), the `infer_run` job loads none itself
-    (tests/test_lean_jobs.py) and neither do the end-of-run summary lines (dualcog.usage)."""
-    target = "results/responses/recorded-Instant/behavior.parquet"
-    before = (demo_copy / target).stat().st_mtime_ns
-    env = {"PYTHONPROFILEIMPORTTIME": "1"}
-    result = run_snakemake(demo_copy, target, "--forcerun", "infer_run", env=env)
-    assert (demo_copy / target).stat().st_mtime_ns > before  # the job ran
-    imported = re.findall(r"^import time:.*\| +([\w.]+)$", result.stderr, flags=re.M)
-    assert {"snakemake.persistence", "snakemake.script"} <= set(imported)
-    assert "dualcog.usage" in imported  # the summary ran
-    assert _top_level_importer(result.stderr, "pandas") is None
 
 
 def test_bad_replay_line_fails_clearly_and_keeps_other_results(demo_copy: Path) -> None:

@@ -61,59 +61,18 @@ def model_defaults() -> dict[str, Any]:
     return copy.deepcopy(_schema()[2])
 
 
-# Settings that change how fast answers arrive, never what they say: left out of the
-# fingerprint so that tuning them does not rerun a model.
-NON_ANSWER_KEYS = frozenset(
-    {
-        "api_key",
-        "display_name",
-        "group",
-        "main_table",
-        "reasoning_only",
-        "rpm_limit",
-        "tpm_limit",
-        "estimated_tokens_per_request",
-        "prices",
-        "cost_limit",
-        "token_limit",
-        "rate_limit_reserve_ratio",
-        "concurrency",
-        "max_retries",
-        "timeout",
-        "bbox_scale",
-        "tasks",
-        # endpoint and credentials: a local server on a new port answers the same
-        "key",
-        "api_base",
-        "base_url",
-        "api_source",
-        "rate_limit_burst",
-        "rate_limit_window_s",
-        "max_error_rate",
-        "retry_backoff_s",
-        "retry_backoff_max_s",
-        "progress_every_s",
-        "notes",
-        "description",
-        # where a run is sent from and how it is grouped, not what it is asked
-        "channel",
-        "route",
-        # how a cluster spreads and caps the jobs (docs/cluster.md)
-        "shards",
-        "provider",
-        # batch mode sends the same bodies, only through the provider's Batch API
-        "batch",
-        "batch_max_requests",
-        "batch_max_bytes",
-        "batch_poll_s",
-        "batch_poll_max_s",
-        # the size of a repeat set and what a repeat repeats (dualcog.repeats): a repeat's
-        # name and index are its answer settings, so a larger set re-sends no repeat
-        "repeats",
-        "repeat_of",
-        "repeat_label",
-    }
-)
+@functools.cache
+def non_answer_keys() -> frozenset[str]:
+    """The model settings the schema marks `x-answer-neutral` (how fast, where and at what
+    cost answers arrive, how they are shown; never what they say): left out of the
+    fingerprint so that tuning them does not rerun a model."""
+    properties = _schema()[0]["$defs"]["model"]["properties"]
+    marked = {key for key, prop in properties.items() if prop.get("x-answer-neutral")}
+    # What `expand_repeats` adds to a repeat's entry after validation: the set it belongs to
+    # and its label (its index stays: a larger set re-sends no repeat).
+    return frozenset(marked | {REPEAT_OF, "repeat_label"})
+
+
 # Parts of a `serve:` block that can change answers (the weights and the server's options);
 # ports, GPUs and timeouts cannot.
 SERVE_ANSWER_KEYS = ("model", "args")
@@ -335,7 +294,7 @@ def model_tasks(config: Mapping[str, Any], model: Mapping[str, Any]) -> list[str
 
 def answer_settings(model: Mapping[str, Any]) -> dict[str, Any]:
     """The model settings that can change its answers (no secrets, no throughput knobs)."""
-    settings = {k: v for k, v in sorted(model.items()) if k not in NON_ANSWER_KEYS}
+    settings = {k: v for k, v in sorted(model.items()) if k not in non_answer_keys()}
     if isinstance(settings.get("serve"), Mapping):
         serve = settings["serve"]
         settings["serve"] = {k: serve[k] for k in SERVE_ANSWER_KEYS if k in serve}

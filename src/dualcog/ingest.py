@@ -645,7 +645,7 @@ def ingest_rows(
     media_roots: Iterable[str | Path] = (),
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """`ingest_excluding`'s samples as row dicts (the `ingest` job builds its Arrow table from
-    them without pandas: schemas.SAMPLES via dualcog.arrow_rows).
+    them: `schemas.table_from_rows`).
 
     Excluded samples are dropped after their manifest is read, so every other sample is read
     exactly as without the exclusion (behavior levels are assigned per whole manifest).

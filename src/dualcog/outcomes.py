@@ -2,8 +2,8 @@
 refused, empty, unparsable, request error), one rule for every caller.
 
 The `parse` job classifies each run once (`request_outcomes`, written beside the parses) and
-the explorer, the tables and the leaderboard read that file; this module loads no pandas, so
-the parse job does not either.
+the explorer, the tables and the leaderboard read that file. It works on Arrow tables: the
+parse job builds no pandas frame.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def blank_list(values: pa.ChunkedArray | pa.Array) -> list[bool]:
     """True where a text is null or only whitespace.
 
     The whitespace is Arrow's (`utf8_trim_whitespace`), which is Python's `str.isspace`, code
-    point for code point (tests/test_lean_jobs.py checks every one): a string column is judged
+    point for code point (tests/test_job_scripts.py checks every one): a string column is judged
     in Python, so that the `parse` job does not load pyarrow.compute (nor numpy) for it.
     """
     if pa.types.is_string(values.type):
@@ -129,9 +129,8 @@ def response_facts_table(
     """One run's response rows as schemas.RESPONSE_FACTS: the bookkeeping columns as they are
     (one the table lacks all null), the texts reduced to the flags `empty`, `refused`
     (`text_flags`, computed here unless given) and `has_reasoning` (a reasoning text, or
-    reasoning tokens above 0). Loads no pandas."""
-    from dualcog.arrow_rows import column_array
-    from dualcog.schemas import RESPONSE_FACTS
+    reasoning tokens above 0)."""
+    from dualcog.schemas import RESPONSE_FACTS, column_array
 
     n, names = responses.num_rows, set(responses.column_names)
 
@@ -172,8 +171,7 @@ def request_outcomes(
     `unparsable` (without it no answer is); `flags`: the rows' `text_flags`, computed here
     unless given. The `parse` job writes it once per run (without loading pandas); the
     explorer and the tables read it."""
-    from dualcog.arrow_rows import table_from_columns
-    from dualcog.schemas import REQUEST_OUTCOMES
+    from dualcog.schemas import REQUEST_OUTCOMES, table_from_columns
 
     n, names = responses.num_rows, set(responses.column_names)
 

@@ -6,8 +6,9 @@ drifts (a float where an int belongs, a renamed field) fails where it is produce
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -242,6 +243,46 @@ METRICS = pa.schema(
 )
 
 
+_MISFITS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, UnicodeError)
+
+
+def column_array(values: Sequence[Any], type_: pa.DataType, column: str = "?") -> pa.Array:
+    """Plain Python values (None for null) as an Arrow array of `type_`; a float NaN is a
+    null, as pandas writes it. A value that does not fit raises ValueError naming the column
+    and the first row that does not fit."""
+    try:
+        return pa.array(values, type=type_, from_pandas=True)
+    except _MISFITS as error:
+        for row, value in enumerate(values):
+            try:
+                pa.array([value], type=type_, from_pandas=True)
+            except _MISFITS as misfit:
+                raise ValueError(f"column {column!r}, row {row}: {misfit}") from error
+        raise ValueError(f"column {column!r}: {error}") from error
+
+
+def table_from_columns(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """Columns of plain values, in schema order, as a table of `schema` (`column_array`)."""
+    arrays = [
+        column_array(values, field.type, field.name)
+        for field, values in zip(schema, columns, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Row mappings as a table of `schema`: a field a row lacks is null, other keys ignored."""
+    return table_from_columns([[row.get(name) for row in rows] for name in schema.names], schema)
+
+
+def rows_of_tasks(table: pa.Table, tasks: Iterable[str]) -> pa.Table:
+    """The rows of `table` whose `task` is one of `tasks`, in order."""
+    import pyarrow.compute as pc
+
+    wanted = pa.array(sorted(set(tasks)), type=pa.string())
+    return table.filter(pc.is_in(table.column("task"), value_set=wanted))
+
+
 def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     """Convert a frame to `schema`, adding absent columns as nulls, in schema order."""
     frame = frame.copy()
@@ -266,8 +307,6 @@ def write_table(
     table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
     table = table.select(schema.names)
     if not table.schema.equals(schema, check_metadata=True):
-        # Casting loads pyarrow.compute (a twentieth of a CPU second): a table built to the
-        # schema (dualcog.arrow_rows) is written as it is.
         table = table.cast(schema)
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})

@@ -3,7 +3,7 @@
 A stamp is a small JSON object written beside every output a person reads (tables, the
 leaderboard, the explorer, `metrics.parquet` metadata). Its per-model entry is a digest of
 only that model's answer-deciding settings (`dualcog.config.model_fingerprint`), its scoring
-settings and its replayed files, so changing one model changes one entry.
+settings and the files its backend reads, so changing one model changes one entry.
 
 The git commit and the date describe the checkout and moment that wrote the stamp; they are
 recorded, not triggers (a new commit that changes no stage version reruns nothing).
@@ -96,20 +96,20 @@ def git_state(root: Path = SOURCE_ROOT) -> dict[str, Any] | None:
 
 
 def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
-    """What decides one model's scores: answer settings, scoring settings, replayed files, and
-    for a served model the facts its inference job recorded (`dualcog.serving.facts`).
+    """What decides one model's scores: answer settings, scoring settings, the files its
+    backend reads (`backends.input_files`: a replayed run's recorded responses), and for a
+    served model the facts its inference job recorded (`dualcog.serving.facts`).
 
-    `replay` and `served` are paths, so `build_stamp` can digest and read the files.
+    `inputs` and `served` are paths, so `build_stamp` can digest and read the files.
     """
-    from dualcog.backends import is_served
+    from dualcog.backends import input_files, is_served
     from dualcog.config import model_fingerprint  # jsonschema and yaml: only when stamping
 
-    replay = model.get("replay") or []
     entry = {
         "backend": model.get("backend"),
         "answer_settings_digest": model_fingerprint(model),
         "bbox_scale": model.get("bbox_scale"),
-        "replay": [replay] if isinstance(replay, str) else list(replay),
+        "inputs": input_files(model),
     }
     if is_served(model):
         entry["served"] = served_facts.facts_path(str(model["name"]))
@@ -135,14 +135,14 @@ def request_set_digest(paths: Sequence[str | Path]) -> dict[str, Any]:
 def _model_stamp(
     entry: Mapping[str, Any], base: Path, requests: Sequence[str | Path] | None = None
 ) -> dict[str, Any]:
-    replayed = {
+    inputs = {
         str(path): file_digest(path if Path(path).is_absolute() else base / path)
-        for path in entry.get("replay") or []
+        for path in entry.get("inputs") or []
     }
     payload = {
         "answer_settings_digest": entry["answer_settings_digest"],
         "bbox_scale": entry.get("bbox_scale"),
-        "replay": replayed,
+        "inputs": inputs,
     }
     if entry.get("served"):  # what the server was, as its job recorded it (in the digest)
         path = Path(entry["served"])
@@ -206,7 +206,7 @@ def build_stamp(
     `requests`: per model that sends requests, its RESPONSES files, whose request records
     are digested into its entry (`request_set_digest`).
 
-    Relative replay and served-facts paths are read from `base` (the workflow's working
+    Relative input and served-facts paths are read from `base` (the workflow's working
     directory). `data`: the manifests' `data_stamp` when already made (then `manifests` is
     not read).
     """

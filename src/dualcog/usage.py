@@ -1,4 +1,4 @@
-"""What a run used: tokens, dollars and the mode check, summed without pandas.
+"""What a run used: tokens, dollars and the mode check, summed in Arrow.
 
 Everything is read from the response rows (schemas.RESPONSES) the workflow already writes,
 or from the `parse` jobs' response facts (schemas.RESPONSE_FACTS), as Arrow tables:
@@ -13,9 +13,8 @@ or from the `parse` jobs' response facts (schemas.RESPONSE_FACTS), as Arrow tabl
   an -Instant run some of whose answers do, is flagged (the provider's switch did not take
   effect).
 
-`run_usage_lines` gives the end-of-run summary's lines from the files under results/. It runs
-in the Snakemake process after every completed run, so this module loads no pandas (half a
-CPU second per run); the usage table builds its frames from `usage_records`
+`run_usage_lines` gives the end-of-run summary's lines from the files under results/ (in the
+Snakemake process after every completed run); the usage table builds its frames from `usage_records`
 (dualcog.tables.usage). The outcome classes are dualcog.outcomes'.
 """
 
@@ -123,7 +122,7 @@ def _sum(values: pa.ChunkedArray | pa.Array, start: int, length: int) -> Any:
 
 
 def _strings(values: tuple[str, ...]) -> pa.Array:
-    from dualcog.arrow_rows import column_array  # a Python list without pandas' probe
+    from dualcog.schemas import column_array
 
     return column_array(list(values), pa.string(), "value_set")
 

@@ -3,7 +3,6 @@
 Backends and what each needs are declared in `dualcog.backends`; their runners live here.
 """
 
-from dualcog.config import NON_ANSWER_KEYS
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import build_messages, request_settings
@@ -16,7 +15,6 @@ from dualcog.inference.runner import (
 from dualcog.switches import split_mode
 
 __all__ = [
-    "NON_ANSWER_KEYS",
     "build_messages",
     "cache_key",
     "cache_path",

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
@@ -45,7 +45,22 @@ from dualcog.inference.values import escape_lone_surrogates
 
 if TYPE_CHECKING:
     from dualcog.inference.client import AttemptFailed, BatchClient
-    from dualcog.inference.openai_backend import OpenAIRunner
+    from dualcog.inference.request import RequestSettings
+
+
+class BatchRunner(Protocol):
+    """What batch mode reads of the runner whose job it sends (`openai_backend.OpenAIRunner`,
+    which imports this module)."""
+
+    model: dict[str, Any]
+    settings: RequestSettings
+    media_store: Path
+    secrets: list[str]
+
+    def _error_row(
+        self, prompt: Mapping[str, Any], error_type: str, message: str, attempts: int
+    ) -> dict[str, Any]: ...
+
 
 LOG = logging.getLogger(__name__)
 
@@ -221,7 +236,7 @@ class BatchJob:
 
     def __init__(
         self,
-        runner: OpenAIRunner,
+        runner: BatchRunner,
         settings: BatchSettings,
         client: BatchClient,
         writer: CacheWriter,
@@ -691,7 +706,7 @@ def _batch_errors(batch: Mapping[str, Any]) -> str:
 
 
 def run_batches(
-    runner: OpenAIRunner,
+    runner: BatchRunner,
     jobs: list[tuple[int, Mapping[str, Any], str]],
     rows: list[dict[str, Any] | None],
     writer: CacheWriter,

@@ -7,7 +7,7 @@ models are skipped: at high concurrency they cost more CPU than the whole HTTP e
 (benchmarks/inference_throughput.py). We decode the reply ourselves, so a 200 whose body
 is not JSON, has no choices or cannot be decoded is a `bad_response` failure like any
 other, never an exception that escapes; a status other than 200 is `http_<status>` with
-the provider's error message, retried when it is 408, 409, 429 or 5xx.
+the provider's error message, retried when it is transient (`dualcog.inference.failures`).
 
 `BatchClient` makes the few calls of batch mode (`dualcog.inference.batch`) through the SDK's
 typed methods: a handful per batch, so their CPU cost does not matter.
@@ -35,13 +35,13 @@ import anyio
 import httpx2
 import openai
 
+from dualcog.inference.failures import is_transient_status
 from dualcog.inference.values import escape_lone_surrogates
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
 # `reasoning_content`, OpenRouter and others `reasoning`), in the order they are looked up.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 OPENAI_API_BASE = "https://api.openai.com/v1"  # the SDK's default, when no api_base is set
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 # One INFO line per HTTP request from the stack would bury the progress lines of a job.
 for _name in ("httpx2", "httpcore2", "openai"):
     logging.getLogger(_name).setLevel(logging.WARNING)
@@ -246,7 +246,7 @@ def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
             detail = message
     except ValueError:
         pass
-    retryable = status in RETRYABLE_STATUS or status >= 500
+    retryable = is_transient_status(status)
     text = f"HTTP {status}: {escape_lone_surrogates(detail)}"
     return AttemptFailed(f"http_{status}", text, retryable, retry_after_seconds(headers))
 

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualcog.inference.failures import BUDGET_EXHAUSTED
 from dualcog.inference.locks import flock
-from dualcog.inference.outcome import BUDGET_EXHAUSTED
 from dualcog.prices import Prices, model_prices
 
 __all__ = ["BUDGET_EXHAUSTED", "Refusal", "SpendLimit", "Spend", "Tally", "CacheLedger"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -32,11 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from dualcog.errors import DualCogError
+from dualcog.inference.failures import BUDGET_EXHAUSTED, is_transient
 
-TRANSIENT_TYPES = frozenset({"timeout", "connection", "bad_response"})
-BUDGET_EXHAUSTED = "budget_exhausted"  # a request a spending limit kept from being sent
-TRANSIENT_STATUS = frozenset({408, 409, 429})
-_HTTP = re.compile(r"^http_(\d{3})$")
 CAUSE_CHARS = 300  # of an error message quoted in the job log and the run summary
 RERUN_HINT = (
     "run the same snakemake command again: the answers received are cached and only the "
@@ -46,16 +42,6 @@ RERUN_HINT = (
 
 class InferenceFailed(DualCogError):
     """Transient failures beyond `max_error_rate`: the job fails so that a rerun retries them."""
-
-
-def is_transient(error_type: str | None) -> bool:
-    if error_type in TRANSIENT_TYPES:
-        return True
-    match = _HTTP.match(error_type or "")
-    if match is None:
-        return False
-    status = int(match.group(1))
-    return status in TRANSIENT_STATUS or status >= 500
 
 
 @dataclass

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dualcog import schemas
-from dualcog.arrow_rows import RowValueError, table_from_rows
 
 if TYPE_CHECKING:  # imported where a frame is built: the jobs write Arrow and never need it
     import pandas as pd
@@ -70,11 +69,11 @@ def response_row(
 
 
 def responses_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows -> RESPONSES Arrow table, built without pandas (dualcog.arrow_rows); a value that
-    does not fit its column raises, naming it. The same file as `responses_frame` written."""
+    """Rows -> RESPONSES Arrow table; a value that does not fit its column raises, naming it.
+    The same file as `responses_frame` written."""
     try:
-        return table_from_rows(rows, schemas.RESPONSES)
-    except RowValueError as error:
+        return schemas.table_from_rows(rows, schemas.RESPONSES)
+    except ValueError as error:
         raise ValueError(f"responses: {error}") from error
 
 

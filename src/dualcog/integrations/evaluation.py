@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from dualcog.arrow_rows import table_from_columns
-from dualcog.schemas import RESPONSES
+from dualcog.schemas import RESPONSES, table_from_columns
 
 
 @dataclass(frozen=True)

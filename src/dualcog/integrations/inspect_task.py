@@ -45,7 +45,6 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import LimitExceededError
 
-from dualcog.arrow_rows import table_from_rows
 from dualcog.errors import ConfigError
 from dualcog.inference.media import media_path
 from dualcog.inference.request import build_messages, request_settings
@@ -59,7 +58,7 @@ from dualcog.media.store import (
     prepare_videos,
 )
 from dualcog.prompts.render import image_sources, render_prompt_rows, video_sources
-from dualcog.schemas import SAMPLES
+from dualcog.schemas import SAMPLES, table_from_rows
 from dualcog.tasks import PARSE_MODES, REQUEST_BY_TASK, REQUEST_KINDS
 
 MODEL_LABEL = "inspect"  # the run's name in the METRICS rows computed here

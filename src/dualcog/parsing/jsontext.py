@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dualcog.parsing.brackets import Spans
 
-# numpy and parsing.brackets (numpy passes) are imported where a text has many brackets: a
-# parse job whose texts never do, loads neither (dualcog.runtime.import_pyarrow_without_numpy).
+# parsing.brackets (numpy passes) is imported where a text has many brackets.
 
 
 class _NotJson:

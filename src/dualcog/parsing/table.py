@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dualcog.arrow_rows import table_from_columns
 from dualcog.parsing.compatible import finish_image_compatible
 from dualcog.parsing.fields import (
     BehaviorParse,
@@ -29,7 +28,7 @@ from dualcog.parsing.modes import (
 )
 from dualcog.parsing.scale import CONFIGURABLE_SCALES, over_one, resolve_run_scale
 from dualcog.parsing.sources import STATUS_FIELDS, is_response
-from dualcog.schemas import PARSED
+from dualcog.schemas import PARSED, table_from_columns
 from dualcog.tasks import IMAGE_TASKS
 
 if TYPE_CHECKING:  # imported where a frame is built: the parse job reads and writes Arrow
@@ -137,7 +136,7 @@ class _Rows:
         return frame
 
     def table(self) -> pa.Table:
-        """The rows as a PARSED Arrow table, without pandas (dualcog.arrow_rows): a NaN (e.g.
+        """The rows as a PARSED Arrow table: a NaN (e.g.
         a box coordinate parsed from `NaN`) becomes a null, as converting `frame()` does, so
         both give the same file."""
         columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(PARSED)

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from dualcog.arrow_rows import table_from_columns
-from dualcog.schemas import METRICS
+from dualcog.schemas import METRICS, table_from_columns
 from dualcog.scoring.columns import counts, dense_groups, encoded, flags, floats, kahan_sums
 from dualcog.scoring.dual import FAMILY_SIDES, dual_metric_rows, pair_table_for_tasks
 from dualcog.scoring.intervals import f1_score

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.arrow_rows import column_array
+from dualcog.schemas import column_array
 from dualcog.scoring.columns import encoded, first_seen, flags, string_codes
 from dualcog.scoring.pairing import (  # noqa: F401  (re-exported: one pairing for all)
     FAMILY_SIDES,

@@ -130,7 +130,7 @@ def dual_pair_rows(columns: Mapping[str, Sequence]) -> tuple[list[tuple], list[t
 def dual_pair_table(samples: pa.Table) -> tuple[pa.Table, list[tuple]]:
     """`dual_pair_rows` of a SAMPLES table (at least PAIR_INPUT_COLUMNS): the pairs as a
     PAIRS table, and the unpaired counts."""
-    from dualcog.arrow_rows import table_from_columns
+    from dualcog.schemas import table_from_columns
     from dualcog.scoring.schema import PAIRS
 
     columns = {name: samples.column(name).to_pylist() for name in PAIR_INPUT_COLUMNS}

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from dualcog.arrow_rows import table_from_columns
 from dualcog.errors import DataError
+from dualcog.schemas import table_from_columns
 from dualcog.scoring.columns import floats
 from dualcog.stats.clusters import Clusters, replicate_weights
 from dualcog.stats.estimands import KEY, metric_matrices_table

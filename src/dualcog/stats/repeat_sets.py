@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from dualcog.arrow_rows import table_from_columns
+from dualcog.schemas import table_from_columns
 from dualcog.stats.bootstrap import BootstrapSettings, percentile_interval
 from dualcog.stats.clusters import Clusters
 from dualcog.stats.estimands import metric_matrices_table

@@ -17,7 +17,7 @@ from typing import Any
 # loading pandas.
 _EXPORTS = {
     "audit_gains": "build",
-    "build_all": "build",
+    "build_all": "catalog",
     "build_audit": "build",
     "build_main": "build",
     "model_rows": "build",

@@ -33,6 +33,7 @@ from dualcog.tables.model import (
     overall_columns,
     video_columns,
 )
+from dualcog.tables.shares import OUTCOME_NOTE, add_outcome_shares
 from dualcog.tasks import IMAGE_TASKS
 
 
@@ -204,8 +205,6 @@ def build_audit(
         "config; Boxes > 1: boxes with a coordinate above 1.",
     ]
     if shares is not None:
-        from dualcog.tables.usage import OUTCOME_NOTE, add_outcome_shares
-
         share_formats = add_outcome_shares(frame, shares)
         text += list(share_formats)
         formats.update(share_formats)
@@ -301,24 +300,3 @@ def overall_table(inputs: TableInputs) -> Table:
         overall_columns(),
         inputs.tokens,
     )
-
-
-def build_all(
-    names: Iterable[str],
-    metrics: pd.DataFrame,
-    models: Sequence[Mapping],
-    runs: Mapping[str, Mapping],
-    counts: Mapping[str, Mapping[str, int]],
-    tokens: Mapping[str, float] | None = None,
-    usage: UsageInputs | None = None,
-) -> list[Table]:
-    """Build the named tables of `dualcog.tables.catalog.TABLES`.
-
-    `tokens` (mean output tokens per model) adds a column to `overall` when given; `usage`
-    (the response facts and outcome shares) is what the `usage` table and the audit's outcome
-    shares are built from.
-    """
-    from dualcog.tables.catalog import table_spec
-
-    inputs = TableInputs(metrics, models, runs, counts, tokens, usage)
-    return [table_spec(name).load()(inputs) for name in names]

@@ -9,12 +9,14 @@ table", follows it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from dualcog.tables.build import TableInputs
+    import pandas as pd
+
+    from dualcog.tables.build import TableInputs, UsageInputs
     from dualcog.tables.model import Table
 
 Needs = Literal["any", "image", "video"]
@@ -64,3 +66,24 @@ def table_spec(name: str) -> TableSpec:
         return TABLE_BY_NAME[name]
     except KeyError:
         raise ValueError(f"no table named {name!r} (known: {', '.join(TABLE_BY_NAME)})") from None
+
+
+def build_all(
+    names: Iterable[str],
+    metrics: pd.DataFrame,
+    models: Sequence[Mapping],
+    runs: Mapping[str, Mapping],
+    counts: Mapping[str, Mapping[str, int]],
+    tokens: Mapping[str, float] | None = None,
+    usage: UsageInputs | None = None,
+) -> list[Table]:
+    """Build the named tables of `dualcog.tables.catalog.TABLES`.
+
+    `tokens` (mean output tokens per model) adds a column to `overall` when given; `usage`
+    (the response facts and outcome shares) is what the `usage` table and the audit's outcome
+    shares are built from.
+    """
+    from dualcog.tables.build import TableInputs
+
+    inputs = TableInputs(metrics, models, runs, counts, tokens, usage)
+    return [table_spec(name).load()(inputs) for name in names]

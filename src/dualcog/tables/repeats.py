@@ -216,7 +216,7 @@ def build_tables(
 ) -> list[Table]:
     """The catalog's tables `names` (dualcog.tables.build.build_all), each repeat set as one
     row with its mean, spread and `Repeats` count; without repeats exactly `build_all`."""
-    from dualcog.tables.build import build_all
+    from dualcog.tables.catalog import build_all
 
     names = list(names)
 

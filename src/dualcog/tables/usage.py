@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
+from dualcog.schemas import OUTCOMES
 from dualcog.tables.build import TableInputs, model_rows
 from dualcog.tables.model import COST_HEADER, Table
+from dualcog.tables.shares import OUTCOME_NOTE, add_outcome_shares
 from dualcog.usage import USAGE_COLUMNS, usage_records
 
 ALL_TASKS = "all"
@@ -64,10 +65,6 @@ def outcome_shares(outcomes: pd.DataFrame) -> pd.DataFrame:
     return shares
 
 
-def share_header(outcome: str) -> str:
-    return f"{OUTCOME_TITLES[outcome]} %"
-
-
 def _counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Token and request counts as nullable integers (CSV writes them whole), cost as float."""
     out = frame.rename(columns=USAGE_HEADERS)
@@ -75,18 +72,6 @@ def _counts(frame: pd.DataFrame) -> pd.DataFrame:
         if column != COST_HEADER:
             out[column] = out[column].round().astype("Int64")
     return out
-
-
-def add_outcome_shares(frame: pd.DataFrame, shares: pd.DataFrame | None) -> dict[str, str]:
-    """Add one `<class> %` column per outcome class (percent of the model's samples) to a
-    frame indexed by run name; returns their number formats."""
-    formats = {}
-    for outcome in OUTCOMES:
-        header = share_header(outcome)
-        values = shares[outcome] if shares is not None and outcome in shares else pd.Series()
-        frame[header] = [values.get(model, float("nan")) * 100 for model in frame.index]
-        formats[header] = ".1f"
-    return formats
 
 
 def build_usage(
@@ -157,14 +142,6 @@ def build_usage(
         notes=notes,
         number_formats=formats,
     )
-
-
-OUTCOME_NOTE = (
-    "Outcome shares: percent of the model's samples, first match wins: request error (no "
-    "answer after retries, or none recorded), refused (content filter, refusal), truncated "
-    "(the reply stopped at its length limit), empty (no text), unparsable (the compatible "
-    "parse cannot read every field), answered."
-)
 
 
 def usage_table(inputs: TableInputs) -> Table:

@@ -1,5 +1,4 @@
-"""`run_step` ends a Snakemake job's own interpreter at once after a success (no teardown),
-and returns normally anywhere else (a test, a caller that goes on, a thread still running)."""
+"""`run_step`: a job's log file, its CPU on the last line, and its failures."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,26 +38,35 @@ print("returned to the caller")
 """
 
 
-@pytest.mark.parametrize(
-    ("kind", "thread_left", "ends_at_once"),
-    [("snakemake", "no", True), ("namespace", "no", False), ("snakemake", "yes", False)],
-)
-def test_a_snakemake_job_ends_at_once_after_success(
-    tmp_path: Path, kind: str, thread_left: str, ends_at_once: bool
-) -> None:
+def test_a_job_logs_its_cpu_and_returns_to_its_caller(tmp_path: Path) -> None:
     log_path = tmp_path / "job.log"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     result = subprocess.run(
-        [sys.executable, "-c", JOB, str(log_path), kind, thread_left],
+        [sys.executable, "-c", JOB, str(log_path), "snakemake", "yes"],
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "job output" in result.stdout  # flushed before the process ended
+    assert "job output" in result.stdout
     logged = log_path.read_text()
-    assert "the job's last line" in logged and "done in" in logged
-    went_on = "returned to the caller" in result.stdout
-    tore_down = "interpreter teardown ran" in result.stdout
-    assert (went_on, tore_down) == (not ends_at_once, not ends_at_once)
+    assert "the job's last line" in logged
+    assert re.search(r"done in [\d.]+ s \(process CPU [\d.]+ s", logged)
+    assert "returned to the caller" in result.stdout
+    assert "interpreter teardown ran" in result.stdout
+
+
+def test_a_known_error_ends_the_job_with_its_message(tmp_path: Path) -> None:
+    known = JOB.replace(
+        'log.info("the job\'s last line")',
+        'from dualcog.errors import DualCogError; raise DualCogError("no such file x.parquet")',
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-c", known, str(tmp_path / "job.log"), "namespace", "no"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "ERROR dualcog: no such file x.parquet" in (tmp_path / "job.log").read_text()
 
 
 def test_a_failed_snakemake_job_still_fails(tmp_path: Path) -> None:
