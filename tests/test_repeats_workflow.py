@@ -173,6 +173,9 @@ def test_kill_9_during_repeat_2_resends_no_answered_request(tmp_path: Path) -> N
             sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
             "--directory", str(tmp_path), "--cores", "1",
             *(f"results/responses/{run}/{TASK}.parquet" for run in API_RUNS),
+            # One API unit at a time (the repeats are units of the one API job): repeat 1
+            # whole, then repeat 2.
+            "--resources", "api_slots=1",
         ]  # fmt: skip
         snakemake = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
