@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 # no plugin, and only the tests that use it put $(SLURM_PLUGIN) on PYTHONPATH (its
 # requirements are in the test extra). On a real cluster it is installed as usual.
 SLURM_PLUGIN := $(VENV)/slurm-plugin
-# every-eval-ever's schemas and validator, for the test of the exports (tests/test_integrations.py
+# every-eval-ever's schemas and validator, for the test of the exports (tests/integrations/test_integrations.py
 # puts it on PYTHONPATH): the package asks for Python >= 3.12 and huggingface-hub < 2, neither
 # of which this environment has, while the parts the test runs need only pydantic, jsonschema
 # and rich (all here). So it is installed without its requirements, outside site-packages.
@@ -88,7 +88,7 @@ $(VLLM_VENV)/.installed:
 	touch $@
 
 test-vllm: $(VENV)/.installed-test $(VLLM_VENV)/.installed
-	DUALCOG_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q -s tests/test_vllm_real.py
+	DUALCOG_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(BIN)/python -m pytest -q -s tests/serving/test_vllm_real.py
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -3,8 +3,12 @@ from pathlib import Path
 
 import pytest
 
-# Test helpers (dataset_builder, fixtures) live beside the tests.
-sys.path.insert(0, str(Path(__file__).parent))
+# Test helpers (dataset_builder, fixtures) live here; the tests sit in folders by area, mirroring
+# src/dualcog/, and some import a neighbour area's builders (`from test_inference_openai import
+# make_model`), whichever folders a run collects.
+TESTS = Path(__file__).parent
+AREAS = sorted(str(area) for area in TESTS.iterdir() if any(area.glob("test_*.py")))
+sys.path[:0] = [str(TESTS), *AREAS]
 
 import workflow_runner  # noqa: E402 (found through the path above)
 

@@ -1,7 +1,7 @@
 """The backend registry: every inference backend, declared once with what it needs.
 
 The rest of the code asks a model's backend for a property (`backend_of(model).sends_media`,
-`is_served(model)`, ...) and never compares backend names; tests/test_backends.py checks that
+`is_served(model)`, ...) and never compares backend names; tests/inference/test_backends.py checks that
 no backend name is compared outside this module. Adding a backend is one `register(Backend(...))`
 here plus its runner (docs/extending.md).
 

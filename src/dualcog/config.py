@@ -30,7 +30,7 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
 
     # Our own file, read at every Snakemake start-up (each cluster job's too): libyaml's
     # loader where PyYAML has it, a tenth of the pure-Python one's CPU (0.003 s against
-    # 0.029); tests/test_config.py checks that both read the same schema.
+    # 0.029); tests/config/test_config.py checks that both read the same schema.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as handle:
         return yaml.load(handle, Loader=loader)
@@ -100,7 +100,7 @@ def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> s
 
 
 NAME_MAX = 255  # bytes of one file name (ext4, xfs, btrfs, NFS)
-# The longest file name a run gives its name to (rules/parse.smk; tests/test_config.py checks
+# The longest file name a run gives its name to (rules/parse.smk; tests/config/test_config.py checks
 # that no rule's is longer), written through a temporary name (dualcog.atomic).
 LONGEST_RUN_FILE = "{model}.outcomes.parquet"
 RUN_NAME_MAX = NAME_MAX - (len(LONGEST_RUN_FILE) - len("{model}")) - TEMPORARY_NAME_EXTRA

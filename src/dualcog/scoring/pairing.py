@@ -3,7 +3,7 @@
 One implementation, over the samples' columns as lists: the `pairs` job runs it on an Arrow
 table without pandas or numpy (`dual_pair_table`), the statistics on frames (`dual_pairs`).
 It follows the pandas pairing it replaced value for value and row for row (stable sorts,
-missing values last, k-th with k-th, the agent side's order); tests/test_pairing.py checks
+missing values last, k-th with k-th, the agent side's order); tests/scoring/test_pairing.py checks
 it against that pandas code on random sample sets.
 """
 

@@ -315,7 +315,7 @@ def _killed_holder(tmp_path: Path, answer_first: bool) -> None:
         "'estimated_tokens_per_request': 40}, Path(sys.argv[1]), 'behavior'); s.open(); "
         "print(s.try_reserve('k1', 's1'), flush=True); time.sleep(60)"
     )
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src}
     holder = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path / "m")], env=env, stdout=subprocess.PIPE

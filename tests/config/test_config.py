@@ -17,7 +17,7 @@ from dualcog.config import (
 )
 from dualcog.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _config(**model) -> dict:
@@ -372,7 +372,7 @@ def test_no_rule_names_a_file_longer_after_the_run_name_than_the_limit_allows() 
 
     from dualcog.config import LONGEST_RUN_FILE
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     suffixes = []
     for rules in sorted((repo / "rules").glob("*.smk")):
         text = rules.read_text()

@@ -4,7 +4,7 @@ Past the first few spans, a span the check marks is skipped unparsed. That is so
 no marked span parses: checked here span by span on random texts built from short failing
 spans (`{"a":1x}`, `[1x]`, `{"a":1,}`...), valid ones, quotes, escapes, control characters
 and whitespace; and the first balanced value found with the check applied to every span is
-compared with the previous per-opener scan (tests/test_parse_brackets.py keeps it).
+compared with the previous per-opener scan (tests/parsing/test_parse_brackets.py keeps it).
 """
 
 from __future__ import annotations

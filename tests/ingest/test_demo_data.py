@@ -19,7 +19,7 @@ from PIL import Image
 
 from dualcog.prompts.templates import render_prompt_texts
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "resources" / "demo"
 TASK_ROOT = DEMO / "task_pipeline_data" / "UAV-DualCog-V1"
 

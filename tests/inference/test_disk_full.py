@@ -201,7 +201,7 @@ def test_a_full_cache_folder_stops_sending_and_the_rerun_resends_only_the_uncach
         "prompts = pd.read_parquet(work / 'prompts.parquet')\n"
         "run_model(model, prompts, pd.DataFrame(), work / 'media', work / 'cache')\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
 
     def job(model: dict, prompts: pd.DataFrame) -> str:
         """The job's error ('' when it succeeds): in this process on a real full tmpfs, in

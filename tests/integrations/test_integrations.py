@@ -292,7 +292,7 @@ def test_every_eval_ever_files_validate(run: dict) -> None:
     assert len(files) == 2 * len(models)
     env = {**os.environ, "PYTHONPATH": str(EEE_TARGET)}
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "eee_validate.py"), str(root), *files],
+        [sys.executable, str(Path(__file__).parents[1] / "eee_validate.py"), str(root), *files],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     reports = json.loads(done.stdout)

@@ -276,7 +276,7 @@ def test_task_filters_accept_scored_tasks_and_families() -> None:
 def test_page_sizes_at_paper_scale(tmp_path: Path) -> None:
     """The stated limits (docs/explorer.md) hold for a benchmark-sized synthetic run."""
     spec = importlib.util.spec_from_file_location(
-        "explorer_scale", Path(__file__).parents[1] / "benchmarks" / "explorer_scale.py"
+        "explorer_scale", Path(__file__).parents[2] / "benchmarks" / "explorer_scale.py"
     )
     scale = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scale)
@@ -417,7 +417,7 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     assert browser.evaluate("document.querySelector('#cards article pre').textContent") == hostile
 
 
-DEMO_ROOT = Path(__file__).parents[1] / "resources" / "demo"
+DEMO_ROOT = Path(__file__).parents[2] / "resources" / "demo"
 DEMO_VIDEO = next(DEMO_ROOT.glob("**/final_task/task_rgb_web.mp4"))
 
 

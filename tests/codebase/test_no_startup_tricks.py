@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FORBIDDEN = {
     "an import blocker": re.compile(r"\bsys\.meta_path\b"),
     "an exit without teardown": re.compile(r"\bos\._exit\("),

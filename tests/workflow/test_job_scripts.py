@@ -21,7 +21,7 @@ from test_inference_offline import build_prompts, build_samples
 from dualcog import schemas
 from dualcog.inference import run_model, run_model_table, run_per_model, run_per_model_tables
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Runs each script listed in argv[1]'s JSON as its job would, one after the other.
 RUN_JOBS = """

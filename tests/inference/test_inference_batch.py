@@ -28,7 +28,7 @@ from test_inference_openai import (  # noqa: F401 (api_key_env: an autouse fixtu
 from dualcog.inference import cache_path
 from dualcog.inference.batch import RECORD_FOLDER, BatchRecord
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 FAST = {"batch": True, "batch_poll_s": 0.01, "batch_poll_max_s": 0.05}
 
 

@@ -30,7 +30,7 @@ from dualcog.inference import cache_path, media_path, run_model
 # Inference jobs as separate processes against a loopback server.
 pytestmark = pytest.mark.integration
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 IMAGE_KEY = "aa" + "1" * 62
 
 # A child process: run_model on the prompts of `prompts.parquet` whose index is in argv.

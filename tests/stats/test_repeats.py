@@ -1,6 +1,6 @@
 """`repeats: k`: k independent runs of a sampling model, one row of the tables with their
 mean and between-repeat SD, incomplete sets marked (unit level; the workflow runs are in
-tests/test_repeats_workflow.py)."""
+tests/stats/test_repeats_workflow.py)."""
 
 from __future__ import annotations
 

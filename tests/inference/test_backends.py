@@ -17,7 +17,7 @@ from dualcog.inference.outcome import outcome_path, read_outcome, record_outcome
 from dualcog.inference.rows import response_row
 from dualcog.preflight import model_problems
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REGISTRY_FILE = ROOT / "src" / "dualcog" / "backends.py"
 
 

@@ -14,7 +14,7 @@ from dualcog.config import load_config
 from dualcog.inference.request import request_settings
 from dualcog.switches import authors_family, split_mode
 
-SEED = yaml.safe_load((Path(__file__).parent / "data" / "seed_models.yaml").read_text())
+SEED = yaml.safe_load((Path(__file__).parents[1] / "data" / "seed_models.yaml").read_text())
 PROVIDERS = ("API_ROUTE", "OPENROUTER", "SILICONFLOW", "DASHSCOPE", "ZHIPU", "MIMO", "SHLAB")
 EXTRAS = (" (Thinking)", " (Thinking-High)")
 

@@ -42,7 +42,7 @@ from dualcog.stamp import build_stamp, model_entry
 # (Fake) vLLM server processes.
 pytestmark = pytest.mark.integration
 
-FAKE = Path(__file__).parent / "fake_vllm.py"
+FAKE = Path(__file__).parents[1] / "fake_vllm.py"
 IMAGE = "cd" + "4" * 62
 
 

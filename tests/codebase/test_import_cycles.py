@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "dualcog"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "dualcog"
 
 
 def module_files(package: Path) -> dict[str, Path]:

@@ -15,7 +15,7 @@ from dualcog.tables.catalog import TableSpec, table_names, table_spec
 from dualcog.tables.model import Table
 from dualcog.tasks import IMAGE_TASKS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODELS = [
     {"name": "a", "group": "proprietary", "backend": "openai"},
     {"name": "b", "group": "open-weights", "backend": "openai"},

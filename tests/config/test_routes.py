@@ -19,7 +19,7 @@ from dualcog.inference import media_path, run_model
 from dualcog.preflight import check
 from dualcog.routes import read_routes_file
 
-FIXTURE = Path(__file__).parent / "data" / "common_api_runtime.yaml"
+FIXTURE = Path(__file__).parents[1] / "data" / "common_api_runtime.yaml"
 CLOUD_KEY = "sk-fixture-cloud-Hq7Vt3Xw9Pz2"
 BAILIAN_KEY = "sk-fixture-bailian-Lm5K8Qx1"
 OPENROUTER_KEY = "sk-or-fixture-Zq8Xv2Lp9Rt4"
@@ -103,7 +103,7 @@ def test_fixture_loads_as_it_is() -> None:
 
 SWITCHES = [
     # run name, its family by the authors' rules, the model's settings, what the body must hold,
-    # what it must not (tests/test_request_contract.py checks whole bodies, row by row)
+    # what it must not (tests/inference/test_request_contract.py checks whole bodies, row by row)
     ("Qwen3.5-9B-Instant", "qwen", {}, {"chat_template_kwargs": {"enable_thinking": False}}, []),
     ("Qwen3.5-9B-Thinking", "qwen", {}, {}, ["chat_template_kwargs", "enable_thinking"]),
     ("Qwen3.6-Plus-Instant", "qwen", {}, {"enable_thinking": False}, ["thinking_budget"]),
@@ -215,7 +215,7 @@ def test_missing_variables_are_listed_by_model(monkeypatch) -> None:
             {"name": "GLM-4.6V-Instant", "backend": "openai"},
             {"name": "Intern-S1-Pro-Instant", "backend": "openai"},
             {"name": "Qwen3.5-9B-Instant", "backend": "openai"},
-            data_root=str(Path(__file__).parents[1] / "resources" / "demo"),
+            data_root=str(Path(__file__).parents[2] / "resources" / "demo"),
         )
     )
     problems = {(p.subject, p.variable) for p in check(config, environ={"FIXTURE_LOCAL_BASE": "x"})}

@@ -27,7 +27,7 @@ VLLM_PYTHON = os.environ.get("DUALCOG_VLLM_PYTHON")
 pytestmark = pytest.mark.skipif(
     not VLLM_PYTHON, reason="opt-in: make test-vllm (DUALCOG_VLLM_PYTHON unset)"
 )
-MAKE_MODEL = Path(__file__).parent / "vllm" / "make_tiny_model.py"
+MAKE_MODEL = Path(__file__).parents[1] / "vllm" / "make_tiny_model.py"
 IMAGE = "ef" + "5" * 62
 
 
