@@ -34,8 +34,8 @@ def blank_list(values: pa.ChunkedArray | pa.Array) -> list[bool]:
     """True where a text is null or only whitespace.
 
     The whitespace is Arrow's (`utf8_trim_whitespace`), which is Python's `str.isspace`, code
-    point for code point (tests/workflow/test_job_scripts.py checks every one): a string column is judged
-    in Python, so that the `parse` job does not load pyarrow.compute (nor numpy) for it.
+    point for code point (tests/workflow/test_job_scripts.py checks every one): a string column is
+    judged in Python, so that the `parse` job does not load pyarrow.compute (nor numpy) for it.
     """
     if pa.types.is_string(values.type):
         return [v is None or not v.strip() for v in values.to_pylist()]
