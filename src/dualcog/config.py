@@ -312,7 +312,7 @@ def is_video_task(task: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m dualcog.config FILE...`: validate config files, naming file and line of a
-    YAML mistake (Snakemake reads `--configfile` itself and names neither)."""
+    YAML mistake (Snakemake reads `--configfile` itself and names neither; the console adds it)."""
     import sys
 
     failed = 0

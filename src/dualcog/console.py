@@ -128,3 +128,45 @@ def progress_text(done: int, total: int, elapsed: float, bound_left: float = 0.0
         return text + ", ETA ?"
     by_rate = (total - done) * elapsed / done if done and elapsed > 0 else 0.0
     return text + f", ETA {format_duration(max(by_rate, bound_left))}"
+
+
+# Snakemake reads `--configfile` before any workflow code runs and, when the file is not
+# YAML or is empty, says only one of these; the console names the file (line and column).
+UNREADABLE_CONFIG = (
+    "Config file is not valid JSON or YAML",
+    "Config file must be given as JSON or YAML with keys at top level",
+)
+
+
+def configfile_paths(argv: list[str]) -> list[str]:
+    """The files given to `--configfile`/`--configfiles` on a Snakemake command line."""
+    paths: list[str] = []
+    taking = False
+    for arg in argv:
+        if arg in ("--configfile", "--configfiles"):
+            taking = True
+        elif arg.startswith(("--configfile=", "--configfiles=")):
+            paths.append(arg.split("=", 1)[1])
+            taking = False
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            paths.append(arg)
+    return paths
+
+
+def unreadable_config_detail(message: str, argv: list[str]) -> str | None:
+    """For Snakemake's message about a config file it cannot read: each given config file's
+    YAML mistake with its line and column (dualcog.routes.read_yaml); None otherwise."""
+    if not any(said in message for said in UNREADABLE_CONFIG):
+        return None
+    from dualcog.errors import ConfigError
+    from dualcog.routes import read_yaml
+
+    problems = []
+    for path in configfile_paths(argv):
+        try:
+            read_yaml(path, "config file")
+        except ConfigError as error:
+            problems.append(str(error))
+    return "\n".join(problems) or None

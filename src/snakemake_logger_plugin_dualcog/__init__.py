@@ -9,7 +9,7 @@ from logging import LogRecord
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
-from dualcog.console import JobConsole
+from dualcog.console import JobConsole, unreadable_config_detail
 
 
 class LogHandler(LogHandlerBase):
@@ -25,6 +25,9 @@ class LogHandler(LogHandlerBase):
     def emit(self, record: LogRecord) -> None:
         try:
             text = self.format(record) if self.console is None else self.console.line(record)
+            detail = unreadable_config_detail(record.getMessage(), sys.argv)
+            if detail:
+                text = f"{text}\n{detail}" if text and text != "None" else detail
             if text and text != "None":
                 self.stream.write(text + "\n")
                 self.stream.flush()

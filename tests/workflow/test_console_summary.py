@@ -8,7 +8,12 @@ import logging
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dualcog.console import JobConsole, progress_text
+from dualcog.console import (
+    JobConsole,
+    configfile_paths,
+    progress_text,
+    unreadable_config_detail,
+)
 from dualcog.summary import model_summaries, print_final_summary
 
 
@@ -106,3 +111,21 @@ def test_no_summary_without_metrics(tmp_path) -> None:
     out = io.StringIO()
     print_final_summary({"tasks": [], "models": []}, tmp_path / "results", stream=out)
     assert out.getvalue() == ""
+
+
+def test_configfile_paths_are_read_from_the_command_line():
+    argv = ["snakemake", "--configfile", "a.yaml", "b.yaml", "--cores", "2", "--configfiles=c.yaml"]
+    assert configfile_paths(argv) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert configfile_paths(["snakemake", "-n"]) == []
+
+
+def test_an_unreadable_config_is_named_with_line_and_column(tmp_path):
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("models: []\n")
+    bad.write_text("a: 1\n b: 2\n")
+    message = "Config file is not valid JSON or YAML. In case of YAML, ..."
+    argv = ["snakemake", "--configfile", str(good), str(bad)]
+    detail = unreadable_config_detail(message, argv)
+    assert detail is not None and detail.startswith(f"config file {bad}, line 2, column ")
+    assert str(good) not in detail
+    assert unreadable_config_detail("MissingInputException", argv) is None

@@ -236,3 +236,14 @@ def test_a_malformed_config_file_is_named_with_its_line_and_column(tmp_path):
     assert result.returncode != 0
     said = result.stdout + result.stderr
     assert "config file config/config.yaml, line 4, column 4: not valid YAML" in said, said
+
+
+@pytest.mark.workflow
+def test_a_malformed_configfile_is_named_with_its_line_and_column(tmp_path):
+    """Snakemake reads `--configfile` itself and names no line; the console adds it."""
+    (tmp_path / "mine.yaml").write_text("data_root: x\nmodels:\n  - name: a\n   backend: oracle\n")
+    mine = tmp_path / "mine.yaml"
+    result = run_snakemake(tmp_path, "--cores", "1", "--configfile", str(mine), check=False)
+    assert result.returncode != 0
+    said = result.stdout + result.stderr
+    assert f"config file {mine}, line 4, column 4: not valid YAML" in said, said
