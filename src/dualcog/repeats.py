@@ -17,7 +17,7 @@ This module imports nothing heavy: the Snakefile and the config loader use it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from dualcog.backends import backend_of, sampling_backends
@@ -75,26 +75,43 @@ def expand_repeats(models: Iterable[Mapping[str, Any]], source: str) -> list[dic
     return runs
 
 
+def fold_sets(
+    models: Iterable[Mapping[str, Any]], member: Callable[[Mapping[str, Any]], bool]
+) -> list[tuple[dict[str, Any], Mapping[str, Any] | None]]:
+    """`models` with each repeat set (the entries `member` accepts) in one entry at the place
+    of its first repeat, named as configured and without the repeat keys; beside each entry,
+    the first repeat it came from (None for a plain run)."""
+    folded: list[tuple[dict[str, Any], Mapping[str, Any] | None]] = []
+    seen: set[str] = set()
+    for model in models:
+        if not member(model):
+            folded.append((dict(model), None))
+            continue
+        base = str(model[REPEAT_OF])
+        if base in seen:
+            continue
+        seen.add(base)
+        dropped = (REPEAT, REPEAT_OF, "repeat_label", "display_name")
+        entry = {k: v for k, v in model.items() if k not in dropped}
+        entry["name"] = base
+        folded.append((entry, model))
+    return folded
+
+
+def made_by_expansion(model: Mapping[str, Any]) -> bool:
+    """An entry `expand_repeats` made: its name says so (configured names hold no `~`), so a
+    hand-written `repeat_of` stays for the schema to refuse."""
+    base = model.get(REPEAT_OF)
+    return bool(base) and split_repeat_name(str(model.get("name"))) == (base, model.get(REPEAT))
+
+
 def fold_repeats(models: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """`models` with each expanded repeat set folded back into the entry it came from, so that
     a validated configuration validates again (a job re-reading the workflow's config)."""
-    folded: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for model in models:
-        base = model.get(REPEAT_OF)
-        # Only an entry `expand_repeats` made (its name says so; configured names hold no `~`):
-        # a hand-written `repeat_of` stays for the schema to refuse.
-        if not base or split_repeat_name(str(model.get("name"))) != (base, model.get(REPEAT)):
-            folded.append(dict(model))
-            continue
-        if base in seen:
-            continue
-        seen.add(str(base))
-        entry = {k: v for k, v in model.items() if k not in (REPEAT, REPEAT_OF, "repeat_label")}
-        entry["name"] = str(base)
-        label = model.get("repeat_label")
-        entry.pop("display_name", None)
-        if label and label != base:
+    folded = []
+    for entry, first in fold_sets(models, made_by_expansion):
+        label = first.get("repeat_label") if first else None
+        if label and label != entry["name"]:
             entry["display_name"] = label
         folded.append(entry)
     return folded

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dualcog.repeats import REPEAT, REPEAT_OF, REPEATS
+from dualcog.repeats import REPEAT_OF, REPEATS, fold_sets
 from dualcog.tables.inputs import TableInputs
 from dualcog.tables.model import Table
 
@@ -70,20 +70,11 @@ def run_to_set(plan: Mapping[str, RepeatSet]) -> dict[str, str]:
 def collapse_models(models: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The models with each repeat set in one entry, named and labelled as configured, at
     the place of its first repeat."""
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for model in models:
-        base = model.get(REPEAT_OF)
-        if not base:
-            out.append(dict(model))
-            continue
-        if base in seen:
-            continue
-        seen.add(str(base))
-        entry = {k: v for k, v in model.items() if k not in (REPEAT, REPEAT_OF, "repeat_label")}
-        entry["name"] = str(base)
-        entry["display_name"] = model.get("repeat_label") or str(base)
-        entry["explorer_page"] = str(model["name"])  # a set has no page: its first repeat's
+    out = []
+    for entry, first in fold_sets(models, lambda model: bool(model.get(REPEAT_OF))):
+        if first is not None:
+            entry["display_name"] = first.get("repeat_label") or entry["name"]
+            entry["explorer_page"] = str(first["name"])  # a set has no page: its first repeat's
         out.append(entry)
     return out
 
