@@ -41,6 +41,22 @@ snakemake_allowed = True
 shared_media_store: Path | None = None
 
 
+def loopback_model(name: str, api_base: str, **settings: object) -> dict:
+    """An `openai` model at a loopback server (tests/loopback_server.py) with the key from
+    DUALCOG_LOOPBACK_KEY and no retries; `settings` add to or replace these."""
+    return {
+        "name": name,
+        "backend": "openai",
+        "group": "open-weights",
+        "api_base": api_base,
+        "api_key": "${DUALCOG_LOOPBACK_KEY}",
+        "request_model": "loop/vlm",
+        "family": "qwen_vllm",
+        "max_retries": 0,
+        **settings,
+    }
+
+
 def write_config(workdir: Path, config: Mapping) -> None:
     config = dict(config)
     if shared_media_store is not None and "media" not in config:

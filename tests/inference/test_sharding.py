@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from loopback_server import LoopbackServer, Reply, completion, request_marker
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, loopback_model, run_snakemake, write_config
 
 from dualcog.cluster import api_resource, provider_of, provider_resources, provider_slot
 from dualcog.sharding import (
@@ -137,19 +137,7 @@ def _config(
     api_base: str, shards: int | None, sharded: tuple[str, ...] = (OPENAI, SIMULATED), **extra
 ) -> dict:
     models = [
-        {
-            "name": OPENAI,
-            "backend": "openai",
-            "group": "open-weights",
-            "api_base": api_base,
-            "api_key": "${DUALCOG_LOOPBACK_KEY}",
-            "request_model": "loop/vlm",
-            "family": "qwen_vllm",
-            "video_mode": "frames",
-            "video_frames": 3,
-            "concurrency": 2,
-            "max_retries": 0,
-        },
+        loopback_model(OPENAI, api_base, video_mode="frames", video_frames=3, concurrency=2),
         {"name": SIMULATED, "backend": "simulated", "group": "open-weights", "seed": 3,
          "skill": 0.7, "quirks": []},
     ]  # fmt: skip

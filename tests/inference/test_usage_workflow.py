@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from browser import Browser, require_chromium
 from loopback_server import LoopbackServer, Reply, completion
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, loopback_model, run_snakemake, write_config
 
 # Real Snakemake runs against a loopback server; the explorer filter in Chromium.
 pytestmark = [pytest.mark.workflow, pytest.mark.integration]
@@ -46,22 +46,17 @@ def configure(workdir: Path, api_base: str, **extra: object) -> None:
             "tasks": TASKS,
             "tables": {"formats": ["csv", "md", "tex", "html"]},
             "models": [
-                {
-                    "name": MODEL,
-                    "backend": "openai",
-                    "group": "open-weights",
-                    "api_base": api_base,
-                    "api_key": "EMPTY",
-                    "request_model": "loop/vlm",
-                    "family": "qwen_vllm",
-                    "video_mode": "frames",
-                    "video_frames": 2,
-                    "concurrency": 4,
-                    "max_retries": 0,
-                    "estimated_tokens_per_request": 500,
-                    "prices": {"input": 2.0, "output": 8.0},
+                loopback_model(
+                    MODEL,
+                    api_base,
+                    api_key="EMPTY",
+                    video_mode="frames",
+                    video_frames=2,
+                    concurrency=4,
+                    estimated_tokens_per_request=500,
+                    prices={"input": 2.0, "output": 8.0},
                     **extra,
-                },
+                ),
                 {"name": "oracle", "backend": "oracle"},
             ],
         },

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from loopback_server import LoopbackServer, Reply, completion
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, loopback_model, run_snakemake, write_config
 
 from dualcog.inference.cache import cache_path
 from dualcog.tasks import IMAGE_TASKS
@@ -146,21 +146,7 @@ def _config(api_base: str) -> dict:
         "tasks": [TASK],
         "tables": {"formats": ["md"]},
         "bootstrap": {"replicates": 50},
-        "models": [
-            {
-                "name": API_SET,
-                "backend": "openai",
-                "group": "open-weights",
-                "api_base": api_base,
-                "api_key": "${DUALCOG_LOOPBACK_KEY}",
-                "request_model": "loop/vlm",
-                "family": "qwen_vllm",
-                "temperature": 0.2,
-                "concurrency": 1,
-                "max_retries": 0,
-                "repeats": 3,
-            }
-        ],
+        "models": [loopback_model(API_SET, api_base, temperature=0.2, concurrency=1, repeats=3)],
     }
 
 

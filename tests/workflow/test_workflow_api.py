@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from loopback_server import LoopbackServer, Reply, completion
-from workflow_runner import REPO, run_snakemake, write_config
+from workflow_runner import REPO, loopback_model, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -39,19 +39,9 @@ def _run(workdir: Path, api_base: str, *extra: str) -> None:
         "tasks": TASKS,
         "tables": {"formats": ["csv"]},
         "models": [
-            {
-                "name": "loop-vlm-Instant",
-                "backend": "openai",
-                "group": "open-weights",
-                "api_base": api_base,
-                "api_key": "${DUALCOG_LOOPBACK_KEY}",
-                "request_model": "loop/vlm",
-                "family": "qwen_vllm",
-                "video_mode": "frames",
-                "video_frames": 3,
-                "concurrency": 4,
-                "max_retries": 0,
-            }
+            loopback_model(
+                "loop-vlm-Instant", api_base, video_mode="frames", video_frames=3, concurrency=4
+            )
         ],
     }
     write_config(workdir, config)
