@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from dualcog.runtime import log, run_step
-from dualcog.schemas import read_frame, write_table
+from dualcog.schemas import read_arrow, write_table
 from dualcog.stats import (
     COMPARISON,
     BootstrapSettings,
@@ -14,13 +14,13 @@ from dualcog.stats import (
 
 
 def main(sm):
-    samples = read_frame(sm.input.samples)
+    samples = read_arrow(sm.input.samples)
     names = (sm.wildcards.model_a, sm.wildcards.model_b)
     comparison = compare_models(
         names,
         samples,
-        [read_frame(path) for path in sm.input.scores_a],  # a repeat set: one per repeat
-        [read_frame(path) for path in sm.input.scores_b],
+        [read_arrow(path) for path in sm.input.scores_a],  # a repeat set: one per repeat
+        [read_arrow(path) for path in sm.input.scores_b],
         build_clusters(samples),
         BootstrapSettings.from_config(sm.params.bootstrap),
     )

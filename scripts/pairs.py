@@ -4,13 +4,13 @@ from collections import Counter
 
 from dualcog.runtime import log, run_step
 from dualcog.schemas import read_arrow, write_table
-from dualcog.scoring.pairing import PAIR_INPUT_COLUMNS, dual_pair_table
+from dualcog.scoring.pairing import PAIR_INPUT_COLUMNS, dual_pairs
 from dualcog.scoring.schema import PAIRS
 
 
 def main(sm):
     samples = read_arrow(sm.input[0], columns=PAIR_INPUT_COLUMNS)
-    pairs, unpaired = dual_pair_table(samples)
+    pairs, unpaired = dual_pairs(samples)
     log.info("pairs per family: %s", dict(sorted(Counter(pairs["family"].to_pylist()).items())))
     log.info(
         "unpaired samples: %s",

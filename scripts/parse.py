@@ -13,7 +13,7 @@ from dualcog.outcomes import (
     response_facts_table,
     text_flags,
 )
-from dualcog.parsing import parse_run_table
+from dualcog.parsing import parse_run
 from dualcog.parsing.sources import STATUS_FIELDS
 from dualcog.runtime import log, run_step
 from dualcog.schemas import (
@@ -46,7 +46,7 @@ def main(sm):
     samples = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
     answered = set(responses.column("task").to_pylist())
     samples = rows_of_tasks(samples, answered)
-    parsed, run = parse_run_table(samples, responses, sm.params.bbox_scale)
+    parsed, run = parse_run(samples, responses, sm.params.bbox_scale)
     run = {"model": sm.wildcards.model, **run}
     log.info("run scale: %s; stages: %s", run.get("scale"), run["stage_counts"])
     write_table(parsed, PARSED, sm.output.parsed)

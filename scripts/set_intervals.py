@@ -7,7 +7,7 @@ from dualcog.stats import (
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
     build_clusters,
-    set_intervals_table,
+    set_intervals,
     weights_from_table,
 )
 from dualcog.stats.clusters import CLUSTER_COLUMNS
@@ -20,7 +20,7 @@ def main(sm):
                                  settings.seed)  # fmt: skip
     scores = [read_arrow(path) for path in sm.input.scores]
     name = sm.wildcards.repeat_set
-    intervals = set_intervals_table(
+    intervals = set_intervals(
         name, scores, clusters, settings, read_arrow(sm.input.pairs), weights
     )
     log.info("%s: %d intervals over %d repeats", name, intervals.num_rows, len(scores))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 
 from dualcog.schemas import PARSED, SAMPLES, to_table
 
@@ -156,12 +157,21 @@ def missing_parsed(sample_id: str, task: str, parse: str = "strict") -> dict:
     return {"sample_id": sample_id, "task": task, "parse": parse, "stage": "missing"}
 
 
+def samples_table(rows: list[dict]) -> pa.Table:
+    """Samples as a SAMPLES table (absent fields null)."""
+    full = [{name: row.get(name) for name in SAMPLES.names} for row in rows]
+    return to_table(pd.DataFrame(full, dtype=object), SAMPLES)
+
+
 def samples_frame(rows: list[dict]) -> pd.DataFrame:
     """Samples as they come back from Parquet (numpy arrays in list columns)."""
-    full = [{name: row.get(name) for name in SAMPLES.names} for row in rows]
-    return to_table(pd.DataFrame(full, dtype=object), SAMPLES).to_pandas()
+    return samples_table(rows).to_pandas()
+
+
+def parsed_table(rows: list[dict]) -> pa.Table:
+    full = [{name: row.get(name) for name in PARSED.names} for row in rows]
+    return to_table(pd.DataFrame(full, columns=PARSED.names, dtype=object), PARSED)
 
 
 def parsed_frame(rows: list[dict]) -> pd.DataFrame:
-    full = [{name: row.get(name) for name in PARSED.names} for row in rows]
-    return to_table(pd.DataFrame(full, columns=PARSED.names, dtype=object), PARSED).to_pandas()
+    return parsed_table(rows).to_pandas()

@@ -1,5 +1,5 @@
 """Image scoring through `score_samples` (docs/protocol.md §4, §3.4 and their worked examples),
-and `score_tables` against the rule written out per row on random cases: options in every
+and against the rule written out per row on random cases: options in every
 parse mode, legacy gold id sets, Future Observation candidates, released legacy boxes, and
 boxes that are null, short, reversed, degenerate, NaN or infinite; on tables whose arrays
 start at a non-zero offset too."""
@@ -12,12 +12,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from score_fixtures import image_parsed, image_sample, missing_parsed, parsed_frame, samples_frame
+from score_fixtures import image_parsed, image_sample, missing_parsed, parsed_table, samples_table
 
 from dualcog.schemas import PARSED, SAMPLES
-from dualcog.scoring import SCORES, score_samples, score_tables, scores_table
+from dualcog.scoring import SCORES, score_samples
 from dualcog.scoring.image import score_image_rows
-from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
+from dualcog.scoring.score import _scored, row_index, scorer_rows
 from dualcog.tasks import PARSE_MODES
 
 FO = "future_observation"
@@ -25,7 +25,7 @@ CANDIDATES = {"A": (0.2, 0.2, 0.6, 0.6), "B": (0.0, 0.0, 0.5, 0.5), "C": (0.5, 0
 
 
 def one_row(sample, parsed_row):
-    scores = score_samples(samples_frame([sample]), parsed_frame([parsed_row]))
+    scores = score_samples(samples_table([sample]), parsed_table([parsed_row])).to_pandas()
     return scores[scores["parse"] == parsed_row["parse"]].iloc[0]
 
 
@@ -102,9 +102,9 @@ def test_future_observation_legacy_uses_correct_candidate_box():
 
 
 def test_missing_and_absent_responses_are_wrong_in_every_mode():
-    samples = samples_frame([image_sample("s1"), image_sample("s2")])
-    parsed = parsed_frame([missing_parsed("s1", "landmark_position")])
-    scores = score_samples(samples, parsed)
+    samples = samples_table([image_sample("s1"), image_sample("s2")])
+    parsed = parsed_table([missing_parsed("s1", "landmark_position")])
+    scores = score_samples(samples, parsed).to_pandas()
     assert len(scores) == 6  # 2 samples x strict/compatible/legacy
     assert set(scores["parse"]) == {"strict", "compatible", "legacy"}
     assert not scores["responded"].any() and not scores["valid"].any()
@@ -112,21 +112,21 @@ def test_missing_and_absent_responses_are_wrong_in_every_mode():
 
 
 def test_scores_conform_to_arrow_schema():
-    samples = samples_frame([image_sample("s")])
-    parsed = parsed_frame([image_parsed("s", option_ids=["A"], bbox=[0.2, 0.2, 0.6, 0.6])])
-    table = scores_table(score_samples(samples, parsed))
+    samples = samples_table([image_sample("s")])
+    parsed = parsed_table([image_parsed("s", option_ids=["A"], bbox=[0.2, 0.2, 0.6, 0.6])])
+    table = score_samples(samples, parsed)
     assert table.schema.equals(SCORES)
     assert table.column("iou").null_count == 0
     assert table.column("interval_tp").null_count == 3
 
 
 def test_parsed_rows_of_other_samples_are_ignored_and_duplicates_rejected():
-    samples = samples_frame([image_sample("s")])
+    samples = samples_table([image_sample("s")])
     extra = image_parsed("other", option_ids=["A"], bbox=None)
-    assert len(score_samples(samples, parsed_frame([extra]))) == 3
+    assert len(score_samples(samples, parsed_table([extra])).to_pandas()) == 3
     dup = image_parsed("s", option_ids=["A"], bbox=None)
     with pytest.raises(ValueError, match="several rows"):
-        score_samples(samples, parsed_frame([dup, dup]))
+        score_samples(samples, parsed_table([dup, dup]))
 
 
 @pytest.mark.parametrize("n_candidates", [3, 20])  # a few per sample, and many
@@ -142,14 +142,14 @@ def test_future_observation_box_of_the_first_candidate_with_the_selected_id(n_ca
         image_parsed("s", task=FO, option_ids=["id1"], bbox=[0.0, 0.0, 0.11, 0.5]),
         image_parsed("t", task=FO, option_ids=["C"], bbox=[0.5, 0.5, 0.9, 0.9]),
     ]
-    scores = score_samples(samples_frame([sample, other]), parsed_frame(parsed))
+    scores = score_samples(samples_table([sample, other]), parsed_table(parsed)).to_pandas()
     strict = scores[scores["parse"] == "strict"].set_index("sample_id")
     assert strict.loc["s", "iou"] == 1.0  # the first id1 (k = 1), not the last one
     assert strict.loc["t", "iou"] == 1.0 and not strict.loc["t", "option_correct"]
 
 
-def test_joined_row_scorer_equals_score_tables():
-    """`score_image_rows` on rows joined beforehand gives score_tables' numbers."""
+def test_joined_row_scorer_equals_score_samples():
+    """`score_image_rows` on rows joined beforehand gives score_samples' numbers."""
     samples = [
         image_sample("a"),
         image_sample("b", task=FO, gold_option="A", candidates=CANDIDATES),
@@ -163,9 +163,9 @@ def test_joined_row_scorer_equals_score_tables():
         image_parsed("c", "legacy", option_ids=["C", "B"], bbox=None),
         missing_parsed("c", "landmark_position"),
     ]
-    samples_t = as_table(samples_frame(samples), SAMPLES)
-    parsed_t = as_table(parsed_frame(parsed), PARSED)
-    table = score_tables(samples_t, parsed_t)
+    samples_t = samples_table(samples)
+    parsed_t = parsed_table(parsed)
+    table = score_samples(samples_t, parsed_t)
     index = row_index(samples_t, parsed_t, PARSE_MODES)
     rows = scorer_rows(samples_t, parsed_t, index, np.arange(len(index.sample)), "image")
     joined = _scored(score_image_rows(rows), rows.num_rows)
@@ -308,7 +308,7 @@ def test_image_scores_equal_the_plain_rule(seed, n, sliced) -> None:
         samples_t = pa.concat_tables([samples_t.slice(0, 1), samples_t]).slice(1)
         samples_t = pa.Table.from_batches(samples_t.to_batches())
         parsed_t = pa.concat_tables([parsed_t, parsed_t]).slice(parsed_t.num_rows)
-    scores = score_tables(samples_t, parsed_t).to_pylist()
+    scores = score_samples(samples_t, parsed_t).to_pylist()
     row_of = {(r["sample_id"], r["parse"]): r for r in parsed}
     want = [
         plain_image_rule(sample, row_of.get((sample["sample_id"], parse)), parse)
@@ -327,6 +327,6 @@ def test_image_scores_of_tiny_tables(n) -> None:
     row |= {"option_ids": ["A"], "option_valid": True, "bbox": [0.0, 0.0, 0.5, 0.25]}
     row |= {"bbox_valid": True, "all_valid": True}
     samples = pa.Table.from_pylist([sample][:n], schema=SAMPLES)
-    scores = score_tables(samples, pa.Table.from_pylist([row][:n], schema=PARSED)).to_pylist()
+    scores = score_samples(samples, pa.Table.from_pylist([row][:n], schema=PARSED)).to_pylist()
     want = [(True, 0.5), (False, 0.0), (False, 0.0)][: 3 * n]
     assert [(s["option_correct"], s["iou"]) for s in scores] == want

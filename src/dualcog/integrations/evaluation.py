@@ -73,20 +73,20 @@ def score_answers(
 ) -> RunResult:
     """Parse, score and aggregate one run's answers to `samples` (SAMPLES rows of the tasks
     it was asked): the calls of the workflow's `pairs`, `parse` and `score` jobs, in order."""
-    from dualcog.parsing import parse_run_table
-    from dualcog.scoring import model_metrics_table, score_tables
-    from dualcog.scoring.pairing import dual_pair_table
+    from dualcog.parsing import parse_run
+    from dualcog.scoring import model_metrics, score_samples
+    from dualcog.scoring.pairing import dual_pairs
 
     responses = responses_table(samples, answers, model, backend)
-    parsed, run = parse_run_table(
+    parsed, run = parse_run(
         samples.select(["sample_id", "task", "options"]),
         responses.select(["sample_id", "task", "raw_text", "status"]),
         bbox_scale,
     )
-    scores = score_tables(samples, parsed)
-    pairs, _ = dual_pair_table(samples)
+    scores = score_samples(samples, parsed)
+    pairs, _ = dual_pairs(samples)
     tasks = list(dict.fromkeys(samples.column("task").to_pylist()))
-    metrics = model_metrics_table(model, tasks, scores, pairs)
+    metrics = model_metrics(model, tasks, scores, pairs)
     return RunResult(parsed, run, scores, metrics)
 
 

@@ -34,7 +34,7 @@ from dualcog.parsing.strict import (
     parse_image_strict,
     parse_visibility_strict,
 )
-from dualcog.parsing.table import parse_run, parse_run_table
+from dualcog.parsing.table import parse_run
 
 __all__ = [
     "NOT_JSON",
@@ -57,7 +57,6 @@ __all__ = [
     "parse_image_modes",
     "parse_image_strict",
     "parse_run",
-    "parse_run_table",
     "parse_visibility_compatible",
     "parse_visibility_modes",
     "parse_visibility_strict",

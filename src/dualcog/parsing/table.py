@@ -7,7 +7,7 @@ Row layout: image samples get three rows (strict, compatible, legacy), video sam
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -31,9 +31,6 @@ from dualcog.parsing.sources import STATUS_FIELDS, is_response
 from dualcog.schemas import PARSED, table_from_columns
 from dualcog.tasks import IMAGE_TASKS
 
-if TYPE_CHECKING:  # imported where a frame is built: the parse job reads and writes Arrow
-    import pandas as pd
-
 BEHAVIOR_TASK = "behavior"
 VISIBILITY_TASK = "landmark_visibility"
 _IMAGE_TASKS = frozenset(IMAGE_TASKS)
@@ -52,13 +49,13 @@ _BOOL_COLUMNS = (
 )
 
 
-def latest_ok_responses(responses: pa.Table | pd.DataFrame | None) -> dict[str, str]:
+def latest_ok_responses(responses: pa.Table | None) -> dict[str, str]:
     """sample_id -> raw text of its last row that is a response (parsing.sources)."""
     texts: dict[str, str] = {}
-    if responses is None or len(responses) == 0:
+    if responses is None or responses.num_rows == 0:
         return texts
-    # Whole columns as lists: iterating Arrow-backed string columns element by element is slow.
-    names = responses.column_names if isinstance(responses, pa.Table) else responses.columns
+    # Whole columns as lists: iterating Arrow string columns element by element is slow.
+    names = responses.column_names
     status_columns = [_values(responses, field) for field in STATUS_FIELDS if field in names]
     for sample_id, raw, *statuses in zip(
         _values(responses, "sample_id"),
@@ -79,7 +76,7 @@ def offered_option_ids(options: Any) -> tuple[str, ...]:
 
 
 class _Rows:
-    """Row tuples in PARSED column order, turned into columns once (no pandas per row)."""
+    """Row tuples in PARSED column order, turned into columns once."""
 
     def __init__(self) -> None:
         self.rows: list[tuple] = []
@@ -119,26 +116,9 @@ class _Rows:
             + (r.visible_intervals, r.intervals_valid, r.intervals_reason)
         )
 
-    def frame(self) -> pd.DataFrame:
-        import pandas as pd
-
-        names = PARSED.names
-        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(names)
-        frame = pd.DataFrame(
-            {
-                name: pd.Series(values, dtype=object)
-                for name, values in zip(names, columns, strict=True)
-            }
-        )
-        for name in _BOOL_COLUMNS:
-            frame[name] = frame[name].astype("boolean")
-        frame["visible_count"] = frame["visible_count"].astype("Int64")
-        return frame
-
     def table(self) -> pa.Table:
-        """The rows as a PARSED Arrow table: a NaN (e.g.
-        a box coordinate parsed from `NaN`) becomes a null, as converting `frame()` does, so
-        both give the same file."""
+        """The rows as a PARSED Arrow table: a NaN (e.g. a box coordinate parsed from `NaN`)
+        becomes a null."""
         columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(PARSED)
         return table_from_columns(columns, PARSED)
 
@@ -187,40 +167,29 @@ _NO_VISIBILITY = (None,) * len(_VISIBILITY_COLUMNS)
 
 
 def parse_run(
-    samples: pd.DataFrame, responses: pd.DataFrame | None, bbox_scale: str | None = None
-) -> tuple[pd.DataFrame, dict]:
+    samples: pa.Table, responses: pa.Table | None, bbox_scale: str | None = None
+) -> tuple[pa.Table, dict]:
     """Parse one model run in every mode.
 
-    `samples`: the SAMPLES rows of the tasks this run answered; `responses`: RESPONSES rows
-    (a sample without an `ok` row is missing); `bbox_scale`: the model config's declared
-    scale (norm | per_mille | pixel640x480), skipping the §3.3 inference.
-    Returns (frame conforming to schemas.PARSED, run info: scale, scale_source, n_boxes,
-    n_over_one, stage_counts per parse mode).
+    `samples`: the SAMPLES rows of the tasks this run answered (at least sample_id, task,
+    options); `responses`: RESPONSES rows (at least sample_id, raw_text and the status
+    fields present; a sample without an `ok` row is missing); `bbox_scale`: the model
+    config's declared scale (norm | per_mille | pixel640x480), skipping the §3.3 inference.
+    Returns (PARSED table, run info: scale, scale_source, n_boxes, n_over_one, stage_counts
+    per parse mode, image_compatible_stages).
     """
-    rows, info = _parse_rows(samples, responses, bbox_scale)
-    return rows.frame(), info
-
-
-def parse_run_table(
-    samples: pa.Table | pd.DataFrame,
-    responses: pa.Table | pd.DataFrame | None,
-    bbox_scale: str | None = None,
-) -> tuple[pa.Table, dict]:
-    """`parse_run` with the PARSED rows as an Arrow table (what the `parse` job writes)."""
     rows, info = _parse_rows(samples, responses, bbox_scale)
     return rows.table(), info
 
 
-def _values(table: pa.Table | pd.DataFrame, name: str) -> list:
-    """A column as a Python list; Arrow or pandas, whichever the caller holds."""
-    if isinstance(table, pa.Table):
-        return table.column(name).to_pylist()
-    return table[name].tolist()
+def _values(table: pa.Table, name: str) -> list:
+    """A column as a Python list."""
+    return table.column(name).to_pylist()
 
 
 def _parse_rows(
-    samples: pa.Table | pd.DataFrame,
-    responses: pa.Table | pd.DataFrame | None,
+    samples: pa.Table,
+    responses: pa.Table | None,
     bbox_scale: str | None,
 ) -> tuple[_Rows, dict]:
     if bbox_scale is not None and bbox_scale not in CONFIGURABLE_SCALES:

@@ -1,23 +1,17 @@
 """Scoring and metrics of docs/protocol.md §4–§7 and §9.
 
-`score_tables` turns one model run's parsed responses into per-sample score rows
-(schema `SCORES`); `model_metrics_table` aggregates them into `schemas.METRICS` rows. Both
-work on Arrow tables (the `score` job never loads pandas); `score_samples` and
-`model_metrics` are the same for pandas frames.
+`score_samples` turns one model run's parsed responses into per-sample score rows
+(schema `SCORES`); `model_metrics` aggregates them into `schemas.METRICS` rows. Both work on
+Arrow tables; a caller wanting pandas calls `.to_pandas()` on the result.
 """
 
 # Exports are loaded on first use (PEP 562): a job loads only the submodules it uses.
 _EXPORTS = {
     "model_metrics": "aggregate",
-    "model_metrics_table": "aggregate",
-    "task_metrics": "aggregate",
     "task_metric_rows": "aggregate",
     "dual_metric_rows": "dual",
-    "dual_metrics": "dual",
     "dual_pair_rows": "pairing",
-    "dual_pair_table": "pairing",
     "dual_pairs": "pairing",
-    "pair_table_for_tasks": "dual",
     "pairs_for_tasks": "dual",
     "box_iou": "geometry",
     "boxes_to_array": "geometry",
@@ -27,11 +21,8 @@ _EXPORTS = {
     "tiou": "intervals",
     "PAIRS": "schema",
     "SCORES": "schema",
-    "scores_table": "schema",
     "SCORED_SAMPLE_COLUMNS": "score",
     "score_samples": "score",
-    "score_tables": "score",
-    "scores_frame": "score",
 }
 
 
@@ -50,22 +41,14 @@ __all__ = [
     "box_iou",
     "boxes_to_array",
     "dual_metric_rows",
-    "dual_metrics",
     "dual_pair_rows",
-    "dual_pair_table",
     "dual_pairs",
     "f1_score",
     "greedy_match",
     "match_classes",
     "model_metrics",
-    "model_metrics_table",
-    "pair_table_for_tasks",
     "pairs_for_tasks",
     "score_samples",
-    "score_tables",
-    "scores_frame",
-    "scores_table",
     "task_metric_rows",
-    "task_metrics",
     "tiou",
 ]

@@ -1,23 +1,21 @@
 """Per-task metrics, convenience aggregates and the METRICS rows of one model (§4–§7, §9).
 
-The work is on Arrow tables and numpy (`model_metrics_table`: the `score` job's path, which
-never loads pandas); `model_metrics`, `task_metrics` and `overall_metrics` are the same
-computation for frames. Sums are those pandas' group-by computed before (compensated, in row
-order: `kahan_sums`), so every value is the same to the last bit.
+The work is on Arrow tables and numpy (`model_metrics`). Sums are those pandas' group-by
+computed before (compensated, in row order: `kahan_sums`), so every value is the same to the
+last bit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from dualcog.schemas import METRICS, table_from_columns
 from dualcog.scoring.columns import counts, dense_groups, encoded, flags, floats, kahan_sums
-from dualcog.scoring.dual import FAMILY_SIDES, dual_metric_rows, pair_table_for_tasks
+from dualcog.scoring.dual import FAMILY_SIDES, dual_metric_rows, pairs_for_tasks
 from dualcog.scoring.intervals import f1_score
 from dualcog.tasks import (
     IMAGE_DIFFICULTIES,
@@ -27,9 +25,6 @@ from dualcog.tasks import (
     SCORED_TASKS,
     VIDEO_DIFFICULTIES,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 METRIC_COLUMNS = ["task", "parse", "stratum", "metric", "value", "n"]
 
@@ -147,16 +142,6 @@ def task_metric_rows(scores: pa.Table) -> list[Row]:
     return out
 
 
-def task_metrics(scores: pd.DataFrame) -> pd.DataFrame:
-    """`task_metric_rows` of a scores frame."""
-    import pandas as pd
-
-    from dualcog.scoring.schema import SCORES
-    from dualcog.scoring.score import as_table
-
-    return pd.DataFrame(task_metric_rows(as_table(scores, SCORES)), columns=METRIC_COLUMNS)
-
-
 def aggregate_inputs(available: Container[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
     """Per convenience score but `overall_score` (§7): the headline (task, metric) keys it
     averages, among those `available` (a run over some tasks averages what it has)."""
@@ -198,14 +183,6 @@ def overall_rows(per_task: Iterable[Row]) -> list[Row]:
     ]
 
 
-def overall_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
-    """`overall_rows` of a frame of metric rows."""
-    import pandas as pd
-
-    rows = metrics[METRIC_COLUMNS].itertuples(index=False, name=None)
-    return pd.DataFrame(overall_rows(list(rows)), columns=METRIC_COLUMNS)
-
-
 def _ordered(rows: list[Row]) -> list[Row]:
     """Stable reading order: tasks as in §1, then dual families, then overall; `all` first."""
     task_order = [t.task for t in SCORED_TASKS] + list(FAMILY_SIDES) + ["overall"]
@@ -221,7 +198,7 @@ def _ordered(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=key)
 
 
-def model_metrics_table(
+def model_metrics(
     model: str, tasks: Iterable[str], scores: pa.Table, pairs: pa.Table
 ) -> pa.Table:
     """All METRICS rows of one model run: tasks, dual families, overall aggregates.
@@ -230,31 +207,9 @@ def model_metrics_table(
     (PAIRS), of which only the families of `tasks` are used.
     """
     per_task = task_metric_rows(scores)
-    dual = dual_metric_rows(scores, pair_table_for_tasks(pairs, tasks))
+    dual = dual_metric_rows(scores, pairs_for_tasks(pairs, tasks))
     rows = _ordered(per_task + dual + overall_rows(per_task))
     columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in range(6)]
     columns[4] = [float(value) for value in columns[4]]
     columns[5] = [int(n) for n in columns[5]]
     return table_from_columns([[model] * len(rows), *columns], METRICS)
-
-
-def model_metrics(
-    model: str,
-    samples: pd.DataFrame,
-    scores: pd.DataFrame,
-    pairs: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """`model_metrics_table` of frames: the run's tasks are those of `samples`; `pairs`, the
-    benchmark's matched-context pairs (`dual_pairs`), computed from `samples` when not given.
-    """
-    from dualcog.schemas import to_table
-    from dualcog.scoring.dual import dual_pairs
-    from dualcog.scoring.schema import PAIRS, SCORES
-    from dualcog.scoring.score import as_table
-
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
-    table = model_metrics_table(
-        model, samples["task"].unique(), as_table(scores, SCORES), to_table(pairs, PAIRS)
-    )
-    return table.to_pandas()

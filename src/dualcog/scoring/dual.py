@@ -1,14 +1,12 @@
 """Matched-context dual metrics (docs/protocol.md §6): pairing samples, then paired co-success.
 
-Pairing is `dualcog.scoring.pairing` (plain Python: the `pairs` job loads neither pandas nor
-numpy); the metrics (`dual_metric_rows`) work on Arrow tables and numpy, so that the
-per-model `score` job never loads pandas. `dual_metrics` is the same computation for frames.
+Pairing is `dualcog.scoring.pairing` (plain Python); the metrics (`dual_metric_rows`) work on
+Arrow tables and numpy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,11 +20,7 @@ from dualcog.scoring.pairing import (  # noqa: F401  (re-exported: one pairing f
     PAIR_COLUMNS,
     VIDEO_FAMILY,
     VIDEO_SIDES,
-    dual_pairs,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def pair_codes(scores: pa.Table, pairs: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -45,19 +39,13 @@ def _families_of(tasks: Iterable) -> list[str]:
     return [f for f, sides in FAMILY_SIDES.items() if set(sides) <= chosen]
 
 
-def pairs_for_tasks(pairs: pd.DataFrame, tasks) -> pd.DataFrame:
-    """The pairs of the families whose two sides are both among `tasks`.
+def pairs_for_tasks(pairs: pa.Table, tasks: Iterable) -> pa.Table:
+    """The pairs (PAIRS rows) of the families whose two sides are both among `tasks`.
 
     A family's pairs depend only on the samples of its two tasks, so this equals
     `dual_pairs` of the samples restricted to `tasks`: the benchmark's pairs are computed
     once and every run, whatever tasks it ran, reads its own from them.
     """
-    families = _families_of(tasks)
-    return pairs[pairs["family"].isin(families)].reset_index(drop=True)
-
-
-def pair_table_for_tasks(pairs: pa.Table, tasks: Iterable) -> pa.Table:
-    """`pairs_for_tasks` of a PAIRS table."""
     families = column_array(_families_of(tasks), pa.string())
     return pairs.filter(pc.is_in(pairs["family"], value_set=families))
 
@@ -110,18 +98,3 @@ def dual_metric_rows(scores: pa.Table, pairs: pa.Table) -> list[tuple]:
                 for metric, both in success.items():
                     rows.append((family, parse_names[mode], stratum, metric, both[mask].mean(), n))
     return rows
-
-
-def dual_metrics(
-    samples: pd.DataFrame, scores: pd.DataFrame, pairs: pd.DataFrame | None = None
-) -> pd.DataFrame:
-    """`dual_metric_rows` of frames; `pairs` default to every pair of `samples`."""
-    import pandas as pd
-
-    from dualcog.schemas import to_table
-    from dualcog.scoring.schema import PAIRS, SCORES
-
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
-    rows = dual_metric_rows(to_table(scores, SCORES), to_table(pairs, PAIRS))
-    return pd.DataFrame(rows, columns=["task", "parse", "stratum", "metric", "value", "n"])

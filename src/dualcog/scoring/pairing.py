@@ -1,7 +1,6 @@
 """Matched-context pairing of the benchmark's samples (docs/protocol.md §6), in plain Python.
 
-One implementation, over the samples' columns as lists: the `pairs` job runs it on an Arrow
-table without pandas or numpy (`dual_pair_table`), the statistics on frames (`dual_pairs`).
+One implementation, over the samples' columns as lists, on an Arrow table (`dual_pairs`).
 It follows the pandas pairing it replaced value for value and row for row (stable sorts,
 missing values last, k-th with k-th, the agent side's order); tests/scoring/test_pairing.py checks
 it against that pandas code on random sample sets.
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from dualcog.tasks import IMAGE_DUAL_FAMILIES
 
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
 
 VIDEO_FAMILY = "video"
@@ -127,9 +125,9 @@ def dual_pair_rows(columns: Mapping[str, Sequence]) -> tuple[list[tuple], list[t
     return pairs, unpaired
 
 
-def dual_pair_table(samples: pa.Table) -> tuple[pa.Table, list[tuple]]:
+def dual_pairs(samples: pa.Table) -> tuple[pa.Table, list[tuple]]:
     """`dual_pair_rows` of a SAMPLES table (at least PAIR_INPUT_COLUMNS): the pairs as a
-    PAIRS table, and the unpaired counts."""
+    PAIRS table, and the unpaired counts as (family, task, unpaired) tuples."""
     from dualcog.schemas import table_from_columns
     from dualcog.scoring.schema import PAIRS
 
@@ -143,35 +141,3 @@ def dual_pair_table(samples: pa.Table) -> tuple[pa.Table, list[tuple]]:
         [difficulty[agent] for _, agent, _ in pairs],
     ]
     return table_from_columns(pair_columns, PAIRS), unpaired
-
-
-def dual_pairs(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`dual_pair_rows` of a samples frame: the pairs (family, agent_sample_id,
-    world_sample_id, stratum) and unpaired counts (family, task, unpaired) as frames."""
-    import pandas as pd
-
-    columns = {}
-    for name in PAIR_INPUT_COLUMNS:
-        values = samples[name]
-        columns[name] = [
-            None if missing else value
-            for value, missing in zip(values.tolist(), values.isna().tolist(), strict=True)
-        ]
-    pairs, unpaired = dual_pair_rows(columns)
-    agent = [agent for _, agent, _ in pairs]
-    world = [world for _, _, world in pairs]
-
-    def taken(column: str, rows: list[int]) -> pd.Series:
-        # The samples' own values and dtype, as the merges of the pandas pairing kept them.
-        return samples[column].take(rows).reset_index(drop=True)
-
-    pair_frame = pd.DataFrame(
-        {
-            # The dtype pandas gives strings (str from pandas 3 on, object before), empty too.
-            "family": pd.Series([family for family, _, _ in pairs], dtype=pd.Series(["-"]).dtype),
-            "agent_sample_id": taken("sample_id", agent),
-            "world_sample_id": taken("sample_id", world),
-            "stratum": taken("difficulty", agent),
-        }
-    )
-    return pair_frame, pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])

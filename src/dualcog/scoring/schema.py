@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
-
-from dualcog.schemas import to_table
-
-if TYPE_CHECKING:  # frames only for the library's pandas callers
-    import pandas as pd
 
 # Null where a column does not apply to the row's task (e.g. `iou` on video rows).
 SCORES = pa.schema(
@@ -58,30 +51,3 @@ PAIRS = pa.schema(
         ("stratum", pa.string()),
     ]
 )
-
-_PANDAS_DTYPES = {
-    pa.string(): "object",
-    pa.bool_(): "boolean",
-    pa.int64(): "Int64",
-    pa.float64(): "float64",
-}
-
-
-def empty_scores() -> pd.DataFrame:
-    import pandas as pd
-
-    return conform_scores(pd.DataFrame())
-
-
-def conform_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """Give `frame` every SCORES column, in order, with nullable pandas dtypes."""
-    frame = frame.copy()
-    for field in SCORES:
-        if field.name not in frame.columns:
-            frame[field.name] = None
-        frame[field.name] = frame[field.name].astype(_PANDAS_DTYPES[field.type])
-    return frame[SCORES.names].reset_index(drop=True)
-
-
-def scores_table(frame: pd.DataFrame) -> pa.Table:
-    return to_table(frame, SCORES)

@@ -1,4 +1,4 @@
-"""`score_tables` / `score_samples`: one model run's parsed responses against the samples.
+"""`score_samples`: one model run's parsed responses against the samples.
 
 The work runs on Arrow tables: the join of samples and parsed rows is integer positions
 (`row_index`, by Arrow's hash lookups), and the scorers read list columns (boxes, intervals,
@@ -9,22 +9,18 @@ per value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.schemas import PARSED, SAMPLES, to_table
+from dualcog.schemas import PARSED, SAMPLES
 from dualcog.scoring.columns import bool_array, flags, single
 from dualcog.scoring.image import score_image
 from dualcog.scoring.row_source import RowSource
-from dualcog.scoring.schema import SCORES, conform_scores, empty_scores
+from dualcog.scoring.schema import SCORES
 from dualcog.scoring.video import score_behavior, score_visibility
 from dualcog.tasks import IMAGE_TASKS, PARSE_MODES, REQUEST_BY_TASK
-
-if TYPE_CHECKING:  # the `score` job works on Arrow tables and never loads pandas
-    import pandas as pd
 
 VIDEO_PARSE_MODES = ("strict", "compatible")  # legacy exists for image tasks only (§3.4)
 
@@ -47,7 +43,7 @@ _COLUMNS = {
         ("all_valid", "visible_count", "count_valid", "visible_intervals", "intervals_valid"),
     ),
 }  # fmt: skip
-# Every samples column a scorer reads (`score_tables` treats the others as null): a job reads
+# Every samples column a scorer reads (`score_samples` treats the others as null): a job reads
 # only these of the benchmark's samples, not their prompts and media lists.
 SCORED_SAMPLE_COLUMNS = tuple(dict.fromkeys(c for sample, _ in _COLUMNS.values() for c in sample))
 _FLAGS = ("all_valid", "option_valid", "bbox_valid", "answers_valid", "count_valid",
@@ -64,14 +60,12 @@ def parse_modes_of(task: str) -> tuple[str, ...]:
     return PARSE_MODES if task in IMAGE_TASKS else VIDEO_PARSE_MODES
 
 
-def as_table(frame: pd.DataFrame | pa.Table, schema: pa.Schema) -> pa.Table:
-    """A frame or table with every column of `schema` (absent ones null), typed."""
-    if not isinstance(frame, pa.Table):
-        return to_table(frame, schema)
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with every column of `schema` (absent ones null), typed."""
     for field in schema:
-        if field.name not in frame.column_names:
-            frame = frame.append_column(field, pa.nulls(frame.num_rows, field.type))
-    return frame.select(schema.names).cast(schema)
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(schema.names).cast(schema)
 
 
 def _keys(sample_id: pa.Array | pa.ChunkedArray, parse: pa.Array) -> pa.Array:
@@ -206,11 +200,6 @@ def scorer_rows(
     return rows
 
 
-def scores_frame(table: pa.Table) -> pd.DataFrame:
-    """SCORES rows as pandas with nullable dtypes (object strings, boolean, Int64)."""
-    return conform_scores(table.to_pandas())
-
-
 def _scored(columns: dict, n: int) -> pa.Table:
     arrays = []
     for field in SCORES:
@@ -226,7 +215,7 @@ def _scored(columns: dict, n: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=SCORES)
 
 
-def score_tables(
+def score_samples(
     samples: pa.Table, parsed: pa.Table, parses: tuple[str, ...] = PARSE_MODES
 ) -> pa.Table:
     """Per-sample, per-parse score rows (Arrow, schema `SCORES`) of one model run.
@@ -234,9 +223,10 @@ def score_tables(
     Every sample of `samples` is scored in every parse mode of its modality (image: strict,
     compatible, legacy; video: strict, compatible) found in `parses`; a sample without a
     parsed row there is a missing response. Behavior samples give a composite_behavior and
-    an atomic_behavior row.
+    an atomic_behavior row. `samples` (SAMPLES) and `parsed` (PARSED) may lack the columns no
+    scorer reads (SCORED_SAMPLE_COLUMNS); those count as null.
     """
-    samples, parsed = as_table(samples, SAMPLES), as_table(parsed, PARSED)
+    samples, parsed = _conformed(samples, SAMPLES), _conformed(parsed, PARSED)
     index = row_index(samples, parsed, parses)
     kinds = list(REQUEST_BY_TASK)
     kind_of_task = {
@@ -261,13 +251,3 @@ def score_tables(
     if not parts:
         return SCORES.empty_table()
     return pa.concat_tables(parts)
-
-
-def score_samples(
-    samples: pd.DataFrame | pa.Table,
-    parsed: pd.DataFrame | pa.Table,
-    parses: tuple[str, ...] = PARSE_MODES,
-) -> pd.DataFrame:
-    """`score_tables` as a pandas frame (nullable dtypes), from frames or tables."""
-    table = score_tables(as_table(samples, SAMPLES), as_table(parsed, PARSED), parses)
-    return scores_frame(table) if table.num_rows else empty_scores()

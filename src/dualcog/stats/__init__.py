@@ -3,9 +3,8 @@
 See docs/protocol.md ("Uncertainty") for the resampling units and the estimators.
 
 The names below are imported on first use (PEP 562), so that a job needing only the
-intervals schema (`collect_intervals`) does not import the scoring package. The `score` job's
-path (`build_clusters`, `model_intervals_table`) is Arrow and numpy; pandas is loaded only by
-the frame functions (`model_intervals`, `metric_matrices`, `compare_models`).
+intervals schema (`collect_intervals`) does not import the scoring package. The work is on
+Arrow tables and numpy; `compare_models` returns a pandas frame (its Markdown summary reads it).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ _SOURCES = {
     "CONFIDENCE_INTERVALS": "dualcog.stats.schema",
     "BootstrapSettings": "dualcog.stats.bootstrap",
     "model_intervals": "dualcog.stats.bootstrap",
-    "model_intervals_table": "dualcog.stats.bootstrap",
     "percentile_interval": "dualcog.stats.bootstrap",
     "Clusters": "dualcog.stats.clusters",
     "build_clusters": "dualcog.stats.clusters",
@@ -32,10 +30,9 @@ _SOURCES = {
     "comparison_pairs": "dualcog.stats.pairs",
     "MetricMatrices": "dualcog.stats.estimands",
     "metric_matrices": "dualcog.stats.estimands",
-    "metric_matrices_table": "dualcog.stats.estimands",
     "SetEstimates": "dualcog.stats.repeat_sets",
     "set_estimates": "dualcog.stats.repeat_sets",
-    "set_intervals_table": "dualcog.stats.repeat_sets",
+    "set_intervals": "dualcog.stats.repeat_sets",
 }
 
 __all__ = [
@@ -51,14 +48,12 @@ __all__ = [
     "comparison_markdown",
     "comparison_pairs",
     "metric_matrices",
-    "metric_matrices_table",
     "model_intervals",
-    "model_intervals_table",
     "percentile_interval",
     "replicate_weights",
     "replicate_weights_table",
     "set_estimates",
-    "set_intervals_table",
+    "set_intervals",
     "weights_from_table",
     "weights_metadata",
 ]
@@ -68,7 +63,6 @@ if TYPE_CHECKING:
     from dualcog.stats.bootstrap import (
         BootstrapSettings,
         model_intervals,
-        model_intervals_table,
         percentile_interval,
     )
     from dualcog.stats.clusters import (
@@ -84,9 +78,9 @@ if TYPE_CHECKING:
         compare_models,
         comparison_markdown,
     )
-    from dualcog.stats.estimands import MetricMatrices, metric_matrices, metric_matrices_table
+    from dualcog.stats.estimands import MetricMatrices, metric_matrices
     from dualcog.stats.pairs import comparison_pairs
-    from dualcog.stats.repeat_sets import SetEstimates, set_estimates, set_intervals_table
+    from dualcog.stats.repeat_sets import SetEstimates, set_estimates, set_intervals
     from dualcog.stats.schema import CONFIDENCE_INTERVALS, REPLICATE_WEIGHTS
 
 

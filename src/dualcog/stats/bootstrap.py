@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -12,11 +11,8 @@ from dualcog.errors import DataError
 from dualcog.schemas import table_from_columns
 from dualcog.scoring.columns import floats
 from dualcog.stats.clusters import Clusters, replicate_weights
-from dualcog.stats.estimands import KEY, metric_matrices_table
+from dualcog.stats.estimands import KEY, metric_matrices
 from dualcog.stats.schema import CONFIDENCE_INTERVALS
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 # metrics.parquet values are recomputed here from per-cluster sums; summation order may
 # differ in the last bits, anything larger means scores and metrics disagree.
@@ -64,7 +60,7 @@ def _out_of_step(model: str, detail: str, field: str) -> DataError:
     return DataError(f"{detail}: scores and metrics of {model!r} are out of step", field=field)
 
 
-def model_intervals_table(
+def model_intervals(
     model: str,
     scores: pa.Table,
     metrics: pa.Table,
@@ -73,7 +69,7 @@ def model_intervals_table(
     pairs: pa.Table,
     weights: np.ndarray | None = None,
 ) -> pa.Table:
-    """CONFIDENCE_INTERVALS rows of one model (Arrow): one per row of its METRICS table, in
+    """CONFIDENCE_INTERVALS rows of one model: one per row of its METRICS table, in
     its order.
 
     The metric set and every point estimate are checked against `metrics` (the scorer's
@@ -81,7 +77,7 @@ def model_intervals_table(
     benchmark's matched-context pairs (PAIRS).
     """
     weights = settings.weights(clusters) if weights is None else weights
-    matrices = metric_matrices_table(scores, clusters, pairs)
+    matrices = metric_matrices(scores, clusters, pairs)
     keys = [tuple(row[:4]) for row in matrices.key_rows()]
     low, high, defined = percentile_interval(matrices.evaluate(weights), settings.level)
     point, n_clusters = matrices.point(), matrices.n_clusters()
@@ -116,34 +112,3 @@ def model_intervals_table(
         [float(settings.level)] * n,
     ]
     return table_from_columns(columns, CONFIDENCE_INTERVALS)
-
-
-def model_intervals(
-    model: str,
-    samples: pd.DataFrame,
-    scores: pd.DataFrame,
-    metrics: pd.DataFrame,
-    clusters: Clusters,
-    settings: BootstrapSettings,
-    weights: np.ndarray | None = None,
-    pairs: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """`model_intervals_table` of frames; `pairs` default to every matched-context pair of
-    `samples`."""
-    from dualcog.schemas import METRICS, to_table
-    from dualcog.scoring.dual import dual_pairs
-    from dualcog.scoring.schema import PAIRS, SCORES
-    from dualcog.scoring.score import as_table
-
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
-    table = model_intervals_table(
-        model,
-        as_table(scores, SCORES),
-        to_table(metrics, METRICS),
-        clusters,
-        settings,
-        to_table(pairs, PAIRS),
-        weights,
-    )
-    return table.to_pandas()

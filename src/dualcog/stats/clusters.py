@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -20,9 +19,6 @@ import pyarrow.compute as pc
 from dualcog.errors import DataError
 from dualcog.stats.schema import REPLICATE_WEIGHTS
 from dualcog.tasks import IMAGE_TASKS
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 MODALITY_GROUPS = ("image", "video")
 # The samples columns `build_clusters` reads.
@@ -77,11 +73,8 @@ def _cluster_name(sample_id: str, task: str, scene: object, landmark: object, mi
     return f"video:{mission}" if _present(mission) else f"video:sample:{sample_id}"
 
 
-def build_clusters(samples: pa.Table | pd.DataFrame) -> Clusters:
-    """Clusters of a benchmark samples table (one row per sample): an Arrow table holding
-    CLUSTER_COLUMNS, or a frame."""
-    if not isinstance(samples, pa.Table):  # a frame: its missing values become nulls
-        samples = pa.Table.from_pandas(samples[CLUSTER_COLUMNS], preserve_index=False)
+def build_clusters(samples: pa.Table) -> Clusters:
+    """Clusters of a benchmark samples table (one row per sample, at least CLUSTER_COLUMNS)."""
     columns = [samples[name].to_pylist() for name in CLUSTER_COLUMNS]
     sample_ids = columns[0]
     if len(set(sample_ids)) != len(sample_ids):

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dualcog.scoring.aggregate import AGGREGATE_PARSE, EVIDENCE_METRICS, SEMANTIC_METRICS
-from dualcog.scoring.dual import dual_pairs
+from dualcog.scoring.pairing import dual_pairs
 from dualcog.stats.bootstrap import BootstrapSettings, percentile_interval
 from dualcog.stats.clusters import Clusters
 from dualcog.stats.estimands import KEY
@@ -44,22 +45,28 @@ COMPARISON = pa.schema(
 HEADLINE = (*SEMANTIC_METRICS, *EVIDENCE_METRICS)
 
 
-def _runs(scores: pd.DataFrame | Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
-    return [scores] if isinstance(scores, pd.DataFrame) else list(scores)
+def _runs(scores: pa.Table | Sequence[pa.Table]) -> list[pa.Table]:
+    return [scores] if isinstance(scores, pa.Table) else list(scores)
+
+
+def _among(table: pa.Table, column: str, ids: pa.Array) -> pa.Array:
+    return pc.is_in(table[column], value_set=ids)
 
 
 def compare_models(
     names: Sequence[str],
-    samples: pd.DataFrame,
-    scores_a: pd.DataFrame | Sequence[pd.DataFrame],
-    scores_b: pd.DataFrame | Sequence[pd.DataFrame],
+    samples: pa.Table,
+    scores_a: pa.Table | Sequence[pa.Table],
+    scores_b: pa.Table | Sequence[pa.Table],
     clusters: Clusters,
     settings: BootstrapSettings,
     weights: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """COMPARISON rows: every metric both sides have on their common samples.
+    """COMPARISON rows (a frame, which `comparison_markdown` reads): every metric both sides
+    have on their common samples.
 
-    A side is one run's scores or a repeat set's (one frame per repeat, dualcog.repeats): its
+    `samples`: the benchmark's SAMPLES (at least the pairing's and clusters' columns). A side
+    is one run's SCORES table or a repeat set's (one table per repeat, dualcog.repeats): its
     value is the mean over its repeats, `sd_a`/`sd_b` the between-repeat standard deviation.
     Common samples are those scored for every run of both sides (each ran its task); a
     missing response stays a wrong answer, as in the main metrics. Dual metrics use the pairs
@@ -67,21 +74,19 @@ def compare_models(
     a set's replicates are averaged over its repeats, so the interval of the difference is a
     paired one of the two means (the samples resampled, the answers held).
     """
-    from dualcog.schemas import to_table
-    from dualcog.scoring.schema import PAIRS, SCORES
-    from dualcog.scoring.score import as_table
-
     model_a, model_b = names
     runs_a, runs_b = _runs(scores_a), _runs(scores_b)
-    common = set.intersection(*(set(s["sample_id"]) for s in (*runs_a, *runs_b)))
+    common = set.intersection(*(set(s["sample_id"].to_pylist()) for s in (*runs_a, *runs_b)))
+    ids = pa.array(list(common), type=pa.string())
     pairs, _ = dual_pairs(samples)
-    pairs = pairs[pairs["agent_sample_id"].isin(common) & pairs["world_sample_id"].isin(common)]
-    pairs_table = to_table(pairs, PAIRS)
+    pairs = pairs.filter(
+        pc.and_(_among(pairs, "agent_sample_id", ids), _among(pairs, "world_sample_id", ids))
+    )
     weights = settings.weights(clusters) if weights is None else weights
     sides = []
     for runs in (runs_a, runs_b):
-        tables = [as_table(s[s["sample_id"].isin(common)], SCORES) for s in runs]
-        sides.append(set_estimates(tables, clusters, pairs_table, weights))
+        tables = [s.filter(_among(s, "sample_id", ids)) for s in runs]
+        sides.append(set_estimates(tables, clusters, pairs, weights))
     side_a, side_b = sides
     index_b = {key[:4]: i for i, key in enumerate(side_b.keys)}
     rows_a = [i for i, key in enumerate(side_a.keys) if key[:4] in index_b]

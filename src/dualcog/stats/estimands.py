@@ -8,8 +8,7 @@ that draws cluster c w_c times then has the metric value (w @ N) / (w @ D), and 
 replicates are one matrix product. The convenience aggregates are means of headline ratios
 and are evaluated from the replicated ratios.
 
-The sums are built from Arrow tables with numpy (`metric_matrices_table`, the `score` job's
-path, without pandas); `metric_matrices` takes frames.
+The sums are built from Arrow tables with numpy (`metric_matrices`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,13 +33,10 @@ from dualcog.scoring.dual import (
     FAMILY_SIDES,
     _success_by_sample,
     pair_codes,
-    pair_table_for_tasks,
+    pairs_for_tasks,
 )
 from dualcog.stats.clusters import Clusters
 from dualcog.tasks import IMAGE_TASKS
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 KEY = ["task", "parse", "stratum", "metric"]
 
@@ -127,12 +122,6 @@ class MetricMatrices:
     def key_rows(self) -> list[tuple[str, str, str, str, int]]:
         """Every metric: the ratios, then the aggregates (n = number of values averaged)."""
         return [*self.keys, *((*key, len(columns)) for key, columns in self.derived)]
-
-    def all_keys(self) -> pd.DataFrame:
-        """`key_rows` as a frame (columns task, parse, stratum, metric, n)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.key_rows(), columns=[*KEY, "n"]).astype({"n": "int64"})
 
     def _with_derived(self, columns: np.ndarray, combine) -> np.ndarray:
         """Append each aggregate, combining the columns it refers to (earlier ones included)."""
@@ -307,17 +296,17 @@ def _aggregates(keys: list[Key]) -> tuple:
     return tuple(derived)
 
 
-def metric_matrices_table(scores: pa.Table, clusters: Clusters, pairs: pa.Table) -> MetricMatrices:
+def metric_matrices(scores: pa.Table, clusters: Clusters, pairs: pa.Table) -> MetricMatrices:
     """Per-cluster numerator and denominator sums of every metric of one model's scores
     (a SCORES table).
 
     `pairs` (PAIRS) may be narrowed, e.g. to the pairs whose two samples two models have in
     common. Only families whose two tasks were both scored count, as in the metrics table
-    (`pair_table_for_tasks`): a run of a task subset has no dual rows for a family it ran
+    (`pairs_for_tasks`): a run of a task subset has no dual rows for a family it ran
     one side of.
     """
     requested = [t for t in encoded(scores["request_task"])[1] if t is not None]
-    pairs = pair_table_for_tasks(pairs, requested)
+    pairs = pairs_for_tasks(pairs, requested)
     units = _Units()
     _task_units(units, scores, clusters.indices(scores["sample_id"]))
     _dual_units(units, scores, pairs, clusters)
@@ -369,23 +358,3 @@ def metric_matrices_table(scores: pa.Table, clusters: Clusters, pairs: pa.Table)
         empty_value=empty_value,
         derived=_aggregates(keys),
     )
-
-
-def metric_matrices(
-    scores: pd.DataFrame | pa.Table,
-    samples: pd.DataFrame | None,
-    clusters: Clusters,
-    pairs: pd.DataFrame | pa.Table | None = None,
-) -> MetricMatrices:
-    """`metric_matrices_table` of frames (or tables); `pairs` default to every
-    matched-context pair of `samples`."""
-    from dualcog.schemas import to_table
-    from dualcog.scoring.dual import dual_pairs
-    from dualcog.scoring.schema import PAIRS, SCORES
-    from dualcog.scoring.score import as_table
-
-    if pairs is None:
-        pairs, _ = dual_pairs(samples)
-    if not isinstance(pairs, pa.Table):
-        pairs = to_table(pairs, PAIRS)
-    return metric_matrices_table(as_table(scores, SCORES), clusters, pairs)

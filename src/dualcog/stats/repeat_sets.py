@@ -14,7 +14,7 @@ import pyarrow as pa
 from dualcog.schemas import table_from_columns
 from dualcog.stats.bootstrap import BootstrapSettings, percentile_interval
 from dualcog.stats.clusters import Clusters
-from dualcog.stats.estimands import metric_matrices_table
+from dualcog.stats.estimands import metric_matrices
 from dualcog.stats.schema import CONFIDENCE_INTERVALS
 
 
@@ -47,7 +47,7 @@ def set_estimates(
         raise ValueError("a repeat set needs at least one run's scores")
     evaluated = []
     for table in scores:
-        matrices = metric_matrices_table(table, clusters, pairs)
+        matrices = metric_matrices(table, clusters, pairs)
         keys = [tuple(row) for row in matrices.key_rows()]
         evaluated.append((keys, matrices.point(), matrices.evaluate(weights), matrices))
     common = set.intersection(*({k[:4] for k in keys} for keys, *_ in evaluated))
@@ -65,7 +65,7 @@ def set_estimates(
     return SetEstimates(first_keys, np.array(points), mean_boot, n_clusters)
 
 
-def set_intervals_table(
+def set_intervals(
     name: str,
     scores: Sequence[pa.Table],
     clusters: Clusters,
