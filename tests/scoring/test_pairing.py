@@ -20,7 +20,6 @@ from dualcog.scoring.pairing import (
     PAIR_COLUMNS,
     VIDEO_FAMILY,
     VIDEO_SIDES,
-    dual_pair_table,
     dual_pairs,
 )
 from dualcog.scoring.schema import PAIRS
@@ -159,26 +158,25 @@ def _assert_same(got: tuple[pd.DataFrame, pd.DataFrame], want: tuple[pd.DataFram
         pd.testing.assert_frame_equal(got_frame, want_frame)
 
 
+def _pairs_of(table) -> tuple[pd.DataFrame, pd.DataFrame]:
+    pairs, unpaired = dual_pairs(table)
+    assert pairs.schema.equals(PAIRS, check_metadata=True)
+    return pairs.to_pandas(), pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])
+
+
 def test_pairing_equals_the_pandas_pairing_on_random_sample_sets() -> None:
     seen = dict.fromkeys(CASES, 0)
     for seed in SEEDS:
         samples = random_samples(seed)
-        want = reference_dual_pairs(samples)
-        _assert_same(dual_pairs(samples), want)
-        for case in cases_of(samples, want[0]):
+        for case in cases_of(samples, reference_dual_pairs(samples)[0]):
             seen[case] += 1
-        if seed % 3 == 0:
-            # The job's path: the SAMPLES table (int32 columns with nulls, which pandas reads
-            # as floats with NaN) into a PAIRS table.
-            table = schemas.to_table(samples, schemas.SAMPLES)
-            want = reference_dual_pairs(table.to_pandas())
-            pairs, unpaired = dual_pair_table(table)
-            assert pairs.schema.equals(PAIRS, check_metadata=True)
-            unpaired = pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])
-            _assert_same((pairs.to_pandas(), unpaired), want)
-        if seed % 5 == 0:  # frames of other dtypes: object columns, no rows
-            for frame in (samples.astype(object), samples.iloc[:0]):
-                _assert_same(dual_pairs(frame), reference_dual_pairs(frame))
+        # The SAMPLES table (int32 columns with nulls, which pandas reads as floats with NaN)
+        # into a PAIRS table.
+        table = schemas.to_table(samples, schemas.SAMPLES)
+        _assert_same(_pairs_of(table), reference_dual_pairs(table.to_pandas()))
+        if seed % 5 == 0:  # no rows
+            empty = table.slice(0, 0)
+            _assert_same(_pairs_of(empty), reference_dual_pairs(empty.to_pandas()))
     assert min(seen.values()) >= 3, seen  # every case, several times
 
 
@@ -189,5 +187,5 @@ def test_pair_table_writes_the_bytes_the_pandas_pairs_write(tmp_path) -> None:
         schemas.write_table(reference_dual_pairs(samples)[0], PAIRS, want)
         got = tmp_path / f"arrow{seed}.parquet"
         table = schemas.to_table(samples, schemas.SAMPLES)
-        schemas.write_table(dual_pair_table(table)[0], PAIRS, got)
+        schemas.write_table(dual_pairs(table)[0], PAIRS, got)
         assert got.read_bytes() == want.read_bytes(), seed

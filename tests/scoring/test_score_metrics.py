@@ -8,8 +8,8 @@ from score_fixtures import (
     image_parsed,
     image_sample,
     missing_parsed,
-    parsed_frame,
-    samples_frame,
+    parsed_table,
+    samples_table,
     visibility_parsed,
     visibility_sample,
 )
@@ -22,8 +22,18 @@ GOOD_BOX = [0.2, 0.2, 0.6, 0.6]
 
 
 def metrics_of(samples, parsed) -> pd.DataFrame:
-    samples = samples_frame(samples)
-    return model_metrics("m", samples, score_samples(samples, parsed_frame(parsed)))
+    """METRICS rows of a run over every task of `samples`, as the `score` job computes them."""
+    samples = samples_table(samples)
+    tasks = samples["task"].unique().to_pylist()
+    pairs, _ = dual_pairs(samples)
+    scores = score_samples(samples, parsed_table(parsed))
+    return model_metrics("m", tasks, scores, pairs).to_pandas()
+
+
+def pairs_of(samples) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pairs of `samples`, and the unpaired counts, as frames."""
+    pairs, unpaired = dual_pairs(samples_table(samples))
+    return pairs.to_pandas(), pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])
 
 
 def value(metrics, task, metric, parse="strict", stratum="all"):
@@ -139,7 +149,7 @@ def image_pair_world():
 
 
 def test_image_pairs_by_slot_and_kth_with_kth():
-    pairs, unpaired = dual_pairs(samples_frame(image_pair_world()))
+    pairs, unpaired = pairs_of(image_pair_world())
     got = set(zip(pairs["agent_sample_id"], pairs["world_sample_id"], strict=True))
     assert got == {("lp1", "sp2"), ("lp3", "sp4")}
     counts = unpaired.set_index("task")["unpaired"]
@@ -153,7 +163,7 @@ def test_two_4way_contexts_of_one_landmark_are_separate_pairs():
         image_sample("lp5", "landmark_position", context_index=5),
         image_sample("sp6", "self_position", context_index=6),
     ]
-    pairs, _ = dual_pairs(samples_frame(samples))
+    pairs, _ = pairs_of(samples)
     got = set(zip(pairs["agent_sample_id"], pairs["world_sample_id"], strict=True))
     assert got == {("lp1", "sp2"), ("lp5", "sp6")}
 
@@ -190,7 +200,7 @@ def video_world():
 
 
 def test_video_pairs_first_occurrence_and_behavior_stratum():
-    pairs, unpaired = dual_pairs(samples_frame(video_world()))
+    pairs, unpaired = pairs_of(video_world())
     assert pairs[["agent_sample_id", "world_sample_id", "stratum"]].values.tolist() == [
         ["b1", "v1", "hard"]
     ]

@@ -1,28 +1,24 @@
 """Property test: no value a response holds stops parsing or scoring (PROTOCOL §3 v2.3).
 
 Adversarial JSON values in every field of every request kind go through `parse_run` and
-`score_samples`; both must finish, and give the same rows when run again, the second time
-through the Arrow path of the workflow's jobs (`parse_run_table`, `score_tables`).
+`score_samples`; both must finish, and give the same rows when run again.
 """
 
 from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pyarrow as pa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from score_fixtures import behavior_sample, image_sample, samples_frame, visibility_sample
+from score_fixtures import behavior_sample, image_sample, samples_table, visibility_sample
 
-from dualcog.parsing import parse_run, parse_run_table
-from dualcog.schemas import SAMPLES as SAMPLES_SCHEMA
-from dualcog.scoring import score_samples, score_tables, scores_table
-from dualcog.scoring.score import as_table
+from dualcog.parsing import parse_run
+from dualcog.scoring import score_samples
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-SAMPLES = samples_frame(
+SAMPLES = samples_table(
     [
         image_sample("lp", "landmark_position"),
         image_sample("fo", "future_observation"),
@@ -37,8 +33,6 @@ SAMPLES = samples_frame(
         visibility_sample("v", 2, [[0, 10], [20, 30]]),
     ]
 )
-# The same samples as score_samples converts them, once (the conversion is most of a call).
-SAMPLES_TABLE = as_table(SAMPLES, SAMPLES_SCHEMA)
 FIELDS = {
     "landmark_position": ("answer_option_id", "bbox_xyxy_norm"),
     "future_observation": ("answer_option_id", "bbox_xyxy_norm"),
@@ -102,23 +96,19 @@ responses_strategy = st.fixed_dictionaries(
 )
 
 
-def _responses(drawn: dict) -> pd.DataFrame:
+def _responses(drawn: dict) -> pa.Table:
     raws = {}
-    for sample_id, task in zip(SAMPLES["sample_id"], SAMPLES["task"], strict=True):
+    ids, tasks = SAMPLES["sample_id"].to_pylist(), SAMPLES["task"].to_pylist()
+    for sample_id, task in zip(ids, tasks, strict=True):
         fields = FIELDS[task]
         raws[sample_id] = _document(fields, drawn[task]["values"], drawn[task]["tokens"])
-    return pd.DataFrame({"sample_id": list(raws), "raw_text": list(raws.values()), "status": "ok"})
+    status = ["ok"] * len(raws)
+    return pa.table({"sample_id": list(raws), "raw_text": list(raws.values()), "status": status})
 
 
-def _score(responses: pd.DataFrame) -> pd.DataFrame:
+def _score(responses: pa.Table) -> pa.Table:
     parsed, _ = parse_run(SAMPLES, responses)
-    return score_samples(SAMPLES_TABLE, parsed)
-
-
-def _score_arrow(responses: pd.DataFrame) -> pa.Table:
-    """The Arrow path the workflow's jobs take (no pandas frames in between)."""
-    parsed, _ = parse_run_table(SAMPLES_TABLE, responses)
-    return score_tables(SAMPLES_TABLE, parsed)
+    return score_samples(SAMPLES, parsed)
 
 
 def _counts_example(token: str) -> dict:
@@ -139,6 +129,5 @@ def _counts_example(token: str) -> dict:
 def test_no_response_value_stops_parse_or_score(drawn) -> None:
     responses = _responses(drawn)
     first = _score(responses)
-    assert set(first["sample_id"]) >= set(SAMPLES["sample_id"])
-    # Run again, through the Arrow path: the same rows.
-    assert scores_table(first).equals(_score_arrow(responses))
+    assert set(first["sample_id"].to_pylist()) >= set(SAMPLES["sample_id"].to_pylist())
+    assert first.equals(_score(responses))  # run again: the same rows

@@ -1,4 +1,4 @@
-"""The vectorized video scorers (`score_tables`) against the plain per-answer rule.
+"""The vectorized video scorers (`score_samples`) against the plain per-answer rule.
 
 Interval values sit on a coarse grid so that tIoU ties (the greedy tie-breaking) are common;
 intervals may be malformed, reversed, out of range or of unknown duration; option ids may
@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 from score_fixtures import (
     behavior_parsed,
     behavior_sample,
-    parsed_frame,
-    samples_frame,
+    parsed_table,
+    samples_table,
     visibility_parsed,
     visibility_sample,
 )
 
 from dualcog.schemas import PARSED, SAMPLES, to_table
-from dualcog.scoring import SCORES, interval_batch, score_samples, score_tables
+from dualcog.scoring import SCORES, interval_batch, score_samples
 from dualcog.scoring.interval_batch import (
     GroupedIntervals,
     greedy_pairs,
@@ -39,7 +39,7 @@ from dualcog.scoring.intervals import (
     match_classes,
     tiou,
 )
-from dualcog.scoring.score import _scored, as_table, row_index, scorer_rows
+from dualcog.scoring.score import _scored, row_index, scorer_rows
 from dualcog.scoring.video import (
     EVIDENCE_F1,
     TASK_OF_LEVEL,
@@ -204,7 +204,7 @@ def _check(row, expected: dict) -> None:
 
 
 def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:
-    """Rows as score_tables reads them: typed Arrow, a NaN in a list a null (as through
+    """Rows as score_samples reads them: typed Arrow, a NaN in a list a null (as through
     pandas into Parquet)."""
     full = [{name: row.get(name) for name in schema.names} for row in rows]
     return to_table(pd.DataFrame(full, columns=schema.names, dtype=object), schema)
@@ -225,7 +225,7 @@ def _round_trip(rows: list[dict], schema: pa.Schema) -> tuple[pa.Table, pd.DataF
 def test_behavior_rows_match_the_plain_rule(cases) -> None:
     samples_t, samples = _round_trip([s for s, _ in cases], SAMPLES)
     parsed_t, parsed = _round_trip([p for _, p in cases if p is not None], PARSED)
-    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
+    scores = score_samples(samples_t, parsed_t, ("strict",)).to_pylist()
     assert len(scores) == 2 * len(cases)
     parsed_at = {sample_id: i for i, sample_id in enumerate(parsed["sample_id"])}
     # Through Parquet-like round trips, as the plain rule sees rows in the workflow.
@@ -257,7 +257,7 @@ def test_behavior_rows_match_the_plain_rule(cases) -> None:
 def test_visibility_rows_match_the_plain_rule(cases) -> None:
     samples_t, samples = _round_trip([s for s, _ in cases], SAMPLES)
     parsed_t, parsed = _round_trip([p for _, p in cases], PARSED)
-    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
+    scores = score_samples(samples_t, parsed_t, ("strict",)).to_pylist()
     assert len(scores) == len(cases)
     for i, (sample, parsed_row) in enumerate(cases):
         plain_sample = {
@@ -270,13 +270,13 @@ def test_visibility_rows_match_the_plain_rule(cases) -> None:
 
 def _visibility_scores(cases: list[tuple[list, list | None]], duration=10.0) -> pd.DataFrame:
     """score_samples of one visibility sample per (gold, predicted intervals) case."""
-    samples = samples_frame(
+    samples = samples_table(
         [visibility_sample(f"v{i}", 0, gold, duration) for i, (gold, _) in enumerate(cases)]
     )
-    parsed = parsed_frame(
+    parsed = parsed_table(
         [visibility_parsed(f"v{i}", 0, pred) for i, (_, pred) in enumerate(cases)]
     )
-    return score_samples(samples, parsed, parses=("strict",))
+    return score_samples(samples, parsed, parses=("strict",)).to_pandas()
 
 
 one_class = st.lists(st.tuples(GRID, GRID).map(list), max_size=8)
@@ -293,7 +293,7 @@ def test_one_class_of_many_intervals_matches_the_plain_rule(cases) -> None:
     parsed_t = _table(
         [visibility_parsed(f"v{i}", 0, pred) for i, (_, pred) in enumerate(cases)], PARSED
     )
-    scores = score_tables(samples_t, parsed_t, ("strict",)).to_pylist()
+    scores = score_samples(samples_t, parsed_t, ("strict",)).to_pylist()
     for i, (gold, pred) in enumerate(cases):
         plain = score_visibility_answer(gold, pred, 10.0)
         row = scores[i]
@@ -341,7 +341,9 @@ def _behavior_scores(gold: list, answers: list, duration=10.0) -> pd.DataFrame:
     options = {"A": "atomic", "B": "atomic", "C": "composite", "E": "composite"}
     sample = behavior_sample("b", options, gold, composite_mission=True, duration=duration)
     parsed = behavior_parsed("b", answers)
-    scores = score_samples(samples_frame([sample]), parsed_frame([parsed]), parses=("strict",))
+    scores = score_samples(
+        samples_table([sample]), parsed_table([parsed]), parses=("strict",)
+    ).to_pandas()
     plain = score_behavior_answer(
         [{"option_id": k, "level": v} for k, v in options.items()],
         [{"option_id": k, "level": lv, "intervals": iv} for k, lv, iv in gold],
@@ -479,13 +481,13 @@ def test_pair_block_size_changes_no_score(monkeypatch) -> None:
         lambda seeds: st.tuples(*(visibility_case(i) for i in range(len(seeds))))
     ),
 )
-def test_joined_row_scorers_equal_score_tables(behavior, visibility) -> None:
-    """`score_*_rows` on rows joined beforehand give score_tables' numbers."""
+def test_joined_row_scorers_equal_score_samples(behavior, visibility) -> None:
+    """`score_*_rows` on rows joined beforehand give score_samples' numbers."""
     cases = [*behavior, *visibility]
     samples = _table([s for s, _ in cases], SAMPLES)
     parsed = _table([p for _, p in cases if p is not None], PARSED)
     index = row_index(samples, parsed, ("strict",))
-    table = score_tables(samples, parsed, ("strict",))
+    table = score_samples(samples, parsed, ("strict",))
     got = []
     for kind, scorer in (("behavior", score_behavior_rows),
                          ("landmark_visibility", score_visibility_rows)):  # fmt: skip
@@ -525,9 +527,9 @@ def test_null_rows_spanning_items_predict_and_hold_nothing() -> None:
         visibility_parsed("v0", 1, [[0, 2]]),
         {**visibility_parsed("v1", 1, []), "visible_intervals": None},
     ]
-    samples = as_table(samples_frame(samples), SAMPLES)
-    parsed = as_table(parsed_frame(parsed), PARSED)
-    expected = score_tables(samples, parsed, ("strict",))
+    samples = samples_table(samples)
+    parsed = parsed_table(parsed)
+    expected = score_samples(samples, parsed, ("strict",))
     interval = [0.0, 60.0]
     spanning = {
         "gold_items": {"option_id": "A", "label": "x", "level": "atomic", "intervals": [interval]},
@@ -556,6 +558,6 @@ def test_null_rows_spanning_items_predict_and_hold_nothing() -> None:
     )  # fmt: skip
     parsed = parsed.set_column(parsed.schema.get_field_index("answers"), "answers", answers)
     assert (np.diff(parsed["visible_intervals"].combine_chunks().offsets.to_numpy()) > 0).all()
-    got = score_tables(samples, parsed, ("strict",))
+    got = score_samples(samples, parsed, ("strict",))
     assert got.equals(expected)
     assert sum(expected["interval_fp"].to_pylist()) > 0  # answers are scored at all

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from score_fixtures import (
     behavior_sample,
@@ -16,7 +17,8 @@ from score_fixtures import (
 )
 
 from dualcog.errors import DataError
-from dualcog.scoring import model_metrics, score_samples
+from dualcog.schemas import PARSED, SAMPLES, to_table
+from dualcog.scoring import dual_pairs, model_metrics, score_samples
 from dualcog.stats import (
     CONFIDENCE_INTERVALS,
     BootstrapSettings,
@@ -55,16 +57,25 @@ def _image_world():
     return samples, parsed
 
 
+def _scored(samples, parsed, parses, model="m"):
+    """(samples, scores, metrics, pairs) tables of a run over every task of `samples`, as the
+    `pairs` and `score` jobs make them."""
+    table = to_table(samples, SAMPLES)
+    scores = score_samples(table, to_table(parsed, PARSED), parses=parses)
+    pairs, _ = dual_pairs(table)
+    metrics = model_metrics(model, table["task"].unique().to_pylist(), scores, pairs)
+    return table, scores, metrics, pairs
+
+
 def _intervals(samples, parsed, settings=None, weights=None, model="m"):
-    """Intervals of a run whose compatible parse equals its strict one."""
+    """Intervals of a run whose compatible parse equals its strict one, and its metrics."""
     parsed = pd.concat([parsed, parsed.assign(parse="compatible")], ignore_index=True)
-    scores = score_samples(samples, parsed, parses=("strict", "compatible"))
-    metrics = model_metrics(model, samples, scores)
+    table, scores, metrics, pairs = _scored(samples, parsed, ("strict", "compatible"), model)
     settings = settings or BootstrapSettings(replicates=200, seed=1)
-    frame = model_intervals(
-        model, samples, scores, metrics, build_clusters(samples), settings, weights
+    intervals = model_intervals(
+        model, scores, metrics, build_clusters(table), settings, pairs, weights
     )
-    return frame, metrics
+    return intervals.to_pandas(), metrics.to_pandas()
 
 
 def _row(frame, metric, task="landmark_position", stratum="all", parse="compatible"):
@@ -91,7 +102,7 @@ def test_clusters_are_scene_by_landmark_and_mission():
             visibility_sample("v3", 1, [[0, 1]], mission_id=None),
         ]
     )
-    clusters = build_clusters(samples)
+    clusters = build_clusters(to_table(samples, SAMPLES))
     assert clusters.group_sizes == (2, 2)  # images: lm1, lm2; video: m1, and v3 on its own
     assert clusters.index_of["a1"] == clusters.index_of["a2"] != clusters.index_of["b1"]
     assert clusters.index_of["v1"] == clusters.index_of["v2"] != clusters.index_of["v3"]
@@ -112,14 +123,15 @@ def test_replicate_weights_file_gives_back_the_draw_and_refuses_a_stale_one(tmp_
     from dualcog.stats import REPLICATE_WEIGHTS
 
     samples, _ = _image_world()
-    clusters = build_clusters(samples)
+    table = to_table(samples, SAMPLES)
+    clusters = build_clusters(table)
     settings = BootstrapSettings(replicates=40, seed=5)
     weights = settings.weights(clusters)
     path = tmp_path / "weights.parquet"
     metadata = weights_metadata(clusters.group_sizes, settings.seed)
     write_table(replicate_weights_table(weights), REPLICATE_WEIGHTS, path, metadata)
-    table = read_arrow(path)
-    back = weights_from_table(table, clusters, settings.replicates, settings.seed)
+    written = read_arrow(path)
+    back = weights_from_table(written, clusters, settings.replicates, settings.seed)
     assert back.dtype == np.float64 and np.array_equal(back, weights)
     large = replicate_weights((700, 1200), replicates=3, seed=0)  # counts above 255
     assert np.array_equal(
@@ -127,25 +139,23 @@ def test_replicate_weights_file_gives_back_the_draw_and_refuses_a_stale_one(tmp_
         large.ravel(),
     )
     with pytest.raises(DataError, match="rerun"):
-        weights_from_table(table, clusters, settings.replicates, seed=6)
+        weights_from_table(written, clusters, settings.replicates, seed=6)
     with pytest.raises(DataError, match="rerun"):
-        weights_from_table(table, clusters, 41, settings.seed)
-    other = build_clusters(samples.iloc[:1])
+        weights_from_table(written, clusters, 41, settings.seed)
+    other = build_clusters(table.slice(0, 1))
     with pytest.raises(DataError, match="rerun"):
-        weights_from_table(table, other, settings.replicates, settings.seed)
+        weights_from_table(written, other, settings.replicates, settings.seed)
 
 
 def test_hand_computed_replicates_and_percentiles():
     samples, parsed = _image_world()
     # Clusters in order lm1 (a1 correct, a2 wrong), lm2 (b1 correct).
     weights = np.array([[2.0, 0.0], [0.0, 2.0], [1.0, 1.0], [1.0, 1.0]])
-    scores = score_samples(samples, parsed, parses=("strict",))
-    matrices = metric_matrices(scores, samples, build_clusters(samples))
-    keys = matrices.all_keys()
-    option = keys.index[(keys["metric"] == "option_acc") & (keys["stratum"] == "all")
-                        & (keys["task"] == "landmark_position")][0]  # fmt: skip
-    bbox = keys.index[(keys["metric"] == "bbox_acc50") & (keys["stratum"] == "all")
-                      & (keys["task"] == "landmark_position")][0]  # fmt: skip
+    table, scores, _, pairs = _scored(samples, parsed, ("strict",))
+    matrices = metric_matrices(scores, build_clusters(table), pairs)
+    keys = [row[:4] for row in matrices.key_rows()]
+    option = keys.index(("landmark_position", "strict", "all", "option_acc"))
+    bbox = keys.index(("landmark_position", "strict", "all", "bbox_acc50"))
     replicated = matrices.evaluate(weights)
     # option: lm1 twice -> 2/4; lm2 twice -> 2/2; each once -> 2/3.
     assert replicated[:, option].tolist() == pytest.approx([0.5, 1.0, 2 / 3, 2 / 3])
@@ -296,16 +306,17 @@ def test_overall_aggregates_are_replicated_means():
 
 def test_disagreeing_metrics_table_is_a_clear_error():
     samples, parsed = _image_world()
-    scores = score_samples(samples, parsed, parses=("strict",))
-    metrics = model_metrics("m", samples, scores)
-    clusters = build_clusters(samples)
+    table, scores, metrics, pairs = _scored(samples, parsed, ("strict",))
+    clusters = build_clusters(table)
     settings = BootstrapSettings(replicates=10)
-    tampered = metrics.copy()
-    tampered.loc[0, "value"] += 0.01
+    values = metrics["value"].to_pylist()
+    values[0] += 0.01
+    at = metrics.schema.get_field_index("value")
+    tampered = metrics.set_column(at, "value", pa.array(values, pa.float64()))
     with pytest.raises(DataError, match="out of step"):
-        model_intervals("m", samples, scores, tampered, clusters, settings)
+        model_intervals("m", scores, tampered, clusters, settings, pairs)
     with pytest.raises(DataError, match="only in the scores"):
-        model_intervals("m", samples, scores, metrics.iloc[1:], clusters, settings)
+        model_intervals("m", scores, metrics.slice(1), clusters, settings, pairs)
 
 
 def test_settings_from_config_and_bounds():

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pytest
-from score_fixtures import image_parsed, image_sample, parsed_frame, samples_frame
+from score_fixtures import image_parsed, image_sample, parsed_frame, samples_table
 
 from dualcog.errors import ConfigError
+from dualcog.schemas import PARSED, to_table
 from dualcog.scoring import score_samples
 from dualcog.stats import (
     COMPARISON,
@@ -23,13 +25,14 @@ MISS = (0.7, 0.7, 0.9, 0.9)
 
 
 def _scores(samples, rows):
+    """SCORES of a run over `samples` (a table) whose compatible parse equals its strict one."""
     parsed = parsed_frame(rows)
     parsed = pd.concat([parsed, parsed.assign(parse="compatible")], ignore_index=True)
-    return score_samples(samples, parsed, parses=("strict", "compatible"))
+    return score_samples(samples, to_table(parsed, PARSED), parses=("strict", "compatible"))
 
 
 def _world():
-    samples = samples_frame(
+    samples = samples_table(
         [
             image_sample("a1", landmark_id="lm1", context_index=1),
             image_sample("a2", landmark_id="lm1", context_index=3),
@@ -46,7 +49,7 @@ def _world():
     )
     # Model b was run on a1 and b1 only: a2 is not a common sample.
     model_b = _scores(
-        samples[samples["sample_id"] != "a2"],
+        samples.filter(pc.not_equal(samples["sample_id"], "a2")),
         [
             image_parsed("a1", option_ids=["C"], bbox=MISS),
             image_parsed("b1", option_ids=["A"], bbox=MISS),
