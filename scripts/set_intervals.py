@@ -20,9 +20,7 @@ def main(sm):
                                  settings.seed)  # fmt: skip
     scores = [read_arrow(path) for path in sm.input.scores]
     name = sm.wildcards.repeat_set
-    intervals = set_intervals(
-        name, scores, clusters, settings, read_arrow(sm.input.pairs), weights
-    )
+    intervals = set_intervals(name, scores, clusters, settings, read_arrow(sm.input.pairs), weights)
     log.info("%s: %d intervals over %d repeats", name, intervals.num_rows, len(scores))
     write_table(intervals, CONFIDENCE_INTERVALS, sm.output[0])
 

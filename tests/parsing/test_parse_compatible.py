@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from parse_corpus import (
     BEHAVIOR_CASES,
@@ -27,7 +28,7 @@ from dualcog.parsing import (
     remove_reasoning,
     resolve_run_scale,
 )
-from dualcog.schemas import PARSED, read_frame, to_table, write_table
+from dualcog.schemas import PARSED, read_arrow, to_table, write_table
 
 OFFERED = ("A", "B", "C", "D")
 OPTIONS = [{"option_id": o, "label": f"label {o}", "level": None} for o in OFFERED]
@@ -273,6 +274,16 @@ def test_resolve_run_scale(boxes, scale):
     assert resolve_run_scale(boxes) == scale
 
 
+def _parse(samples: pd.DataFrame, responses: pd.DataFrame | None, bbox_scale: str | None = None):
+    """`parse_run` of frames as Arrow tables; its PARSED rows back as a frame."""
+    table, info = parse_run(_arrow(samples), _arrow(responses), bbox_scale)
+    return table.to_pandas(), info
+
+
+def _arrow(frame: pd.DataFrame | None) -> pa.Table | None:
+    return None if frame is None else pa.Table.from_pandas(frame, preserve_index=False)
+
+
 def _image_frames(raws: list[str | None], task: str = "landmark_position"):
     ids = [f"img{i:03d}" for i in range(len(raws))]
     samples = pd.DataFrame({"sample_id": ids, "task": task, "options": [OPTIONS] * len(ids)})
@@ -302,7 +313,7 @@ def test_protocol_example_4_per_mille_run():
         _answer("C", [900, 900, 100, 100]),
         _answer("D", [0.2, 0.2, 0.6, 0.6]),  # one scale per run: becomes tiny
     ]
-    frame, info = parse_run(*_image_frames(raws))
+    frame, info = _parse(*_image_frames(raws))
     assert info["scale"] == "per_mille" and info["scale_source"] == "inferred"
     assert (info["n_boxes"], info["n_over_one"]) == (4, 3)
     rows = _compatible(frame)
@@ -322,7 +333,7 @@ def test_protocol_example_4_per_mille_run():
 
 def test_pixel_run_converts_with_640x480():
     raws = [_answer("A", [64, 48, 320, 240]), _answer("B", [640, 480, 320, 240])]
-    frame, info = parse_run(*_image_frames(raws))
+    frame, info = _parse(*_image_frames(raws))
     assert info["scale"] == "pixel640x480"
     rows = _compatible(frame)
     assert list(rows["bbox"][0]) == pytest.approx([0.1, 0.1, 0.5, 0.5])
@@ -336,7 +347,7 @@ def test_ambiguous_run_invalidates_large_boxes_only():
         _answer("B", [50, 50, 2000, 900]),
         _answer("C", [0.1, 0.1, 0.2, 0.2]),
     ]
-    frame, info = parse_run(*_image_frames(raws))
+    frame, info = _parse(*_image_frames(raws))
     assert info["scale"] == "ambiguous" and info["n_over_one"] == 2
     rows = _compatible(frame)
     assert rows["bbox_valid"].tolist() == [False, False, True]
@@ -356,7 +367,7 @@ def test_scale_evidence_ignores_option_validity_and_bad_boxes():
         "Option: A BBox: [1, 2, 3, 4]",  # nothing recovered by stages 0-4 as an object
         None,  # missing response
     ]
-    frame, info = parse_run(*_image_frames(raws))
+    frame, info = _parse(*_image_frames(raws))
     assert (info["n_boxes"], info["n_over_one"]) == (3, 2)
     assert info["scale"] == "pixel640x480"
     rows = _compatible(frame)
@@ -367,15 +378,15 @@ def test_scale_evidence_ignores_option_validity_and_bad_boxes():
 
 def test_config_scale_overrides_inference():
     raws = [_answer("A", [0.2, 0.2, 0.6, 0.6]), _answer("B", [200, 200, 600, 600])]
-    frame, info = parse_run(*_image_frames(raws), bbox_scale="per_mille")
+    frame, info = _parse(*_image_frames(raws), bbox_scale="per_mille")
     assert info["scale"] == "per_mille" and info["scale_source"] == "config"
     assert (info["n_boxes"], info["n_over_one"]) == (2, 1)
     rows = _compatible(frame)
     assert list(rows["bbox"][1]) == pytest.approx([0.2, 0.2, 0.6, 0.6])
-    frame, info = parse_run(*_image_frames(raws), bbox_scale="norm")
+    frame, info = _parse(*_image_frames(raws), bbox_scale="norm")
     assert _compatible(frame)["bbox_valid"].tolist() == [True, False]
     with pytest.raises(ValueError, match="bbox_scale"):
-        parse_run(*_image_frames(raws), bbox_scale="ambiguous")
+        _parse(*_image_frames(raws), bbox_scale="ambiguous")
 
 
 # --- parse_run table ------------------------------------------------------------------------
@@ -422,7 +433,8 @@ def _mixed_run():
 
 
 def test_parse_run_rows_and_missing():
-    frame, info = parse_run(*_mixed_run())
+    table, info = parse_run(*map(_arrow, _mixed_run()))
+    frame = table.to_pandas()
     assert list(frame.columns) == PARSED.names
     assert frame[["sample_id", "parse"]].values.tolist() == [
         ["i1", "strict"],
@@ -457,7 +469,7 @@ def test_parse_run_rows_and_missing():
     assert frame.iloc[4]["run_scale"] == "norm"  # compatible image rows carry the run scale
     assert pd.isna(frame.iloc[3]["run_scale"])
     b1 = frame.iloc[7]
-    assert b1["answers"] == [{"option_id": "C", "intervals": [[1.0, 2.0]]}]
+    assert table["answers"][7].as_py() == [{"option_id": "C", "intervals": [[1.0, 2.0]]}]
     assert pd.isna(b1["option_valid"]) and pd.isna(b1["visible_count"])
     # The last ok row is the response.
     assert frame.iloc[8]["visible_count"] == 1
@@ -468,15 +480,13 @@ def test_parse_run_rows_and_missing():
 
 
 def test_parse_run_conforms_to_the_parsed_schema(tmp_path):
-    frame, _ = parse_run(*_mixed_run())
-    table = to_table(frame, PARSED)
+    table, _ = parse_run(*map(_arrow, _mixed_run()))
     assert table.schema.equals(PARSED)
     path = tmp_path / "parsed.parquet"
-    write_table(frame, PARSED, path)
-    back = read_frame(path)
-    assert len(back) == len(frame)
-    assert back["stage"].tolist() == frame["stage"].tolist()
-    assert list(back.iloc[7]["answers"][0]["intervals"][0]) == [1.0, 2.0]
+    write_table(table, PARSED, path)
+    back = read_arrow(path)
+    assert back.equals(table)
+    assert back["answers"][7].as_py()[0]["intervals"][0] == [1.0, 2.0]
 
 
 def test_parse_run_null_text_is_no_response_and_empty_text_is_one():
@@ -484,7 +494,7 @@ def test_parse_run_null_text_is_no_response_and_empty_text_is_one():
     responses = pd.DataFrame(
         {"sample_id": ["img000", "img001"], "raw_text": [None, ""], "status": ["ok", "ok"]}
     )
-    frame, _ = parse_run(samples, responses)
+    frame, _ = _parse(samples, responses)
     assert frame["stage"].tolist() == ["missing"] * 3 + ["invalid"] * 3
     assert frame["option_reason"].tolist()[3:5] == ["no_json_object", "no_json_object"]
 
@@ -515,7 +525,7 @@ def test_parse_run_reads_every_status_field(status, request_status, is_response)
             "request_status": pd.Series([request_status], dtype=object),
         }
     )
-    frame, _ = parse_run(samples, responses)
+    frame, _ = _parse(samples, responses)
     assert (frame["stage"].iloc[0] != "missing") == is_response
 
 
@@ -523,7 +533,7 @@ def test_parse_run_large_count_is_stored_saturated():
     samples = pd.DataFrame({"sample_id": ["v"], "task": "landmark_visibility", "options": [None]})
     raw = '{"visible_count":' + "9" * 30 + ',"visible_intervals_sec":[]}'
     responses = pd.DataFrame({"sample_id": ["v"], "raw_text": [raw], "status": ["ok"]})
-    frame, _ = parse_run(samples, responses)
+    frame, _ = _parse(samples, responses)
     assert frame["count_valid"].tolist() == [True, True]
     assert frame["visible_count"].tolist() == [2**63 - 1] * 2
     assert to_table(frame, PARSED).num_rows == 2
@@ -531,16 +541,16 @@ def test_parse_run_large_count_is_stored_saturated():
 
 def test_parse_run_without_responses_and_unknown_tasks():
     samples, _ = _image_frames(["x", "y"])
-    frame, info = parse_run(samples, None)
+    frame, info = _parse(samples, None)
     assert set(frame["stage"]) == {"missing"} and info["n_boxes"] == 0
     bad = pd.DataFrame({"sample_id": ["s"], "task": ["nope"], "options": [None]})
     with pytest.raises(ValueError, match="unknown task"):
-        parse_run(bad, None)
+        _parse(bad, None)
 
 
 def test_parse_run_empty_samples():
     samples = pd.DataFrame({"sample_id": [], "task": [], "options": []})
-    frame, info = parse_run(samples, None)
+    frame, info = _parse(samples, None)
     assert len(frame) == 0 and list(frame.columns) == PARSED.names
     assert to_table(frame, PARSED).num_rows == 0
     assert info["scale"] == "norm"

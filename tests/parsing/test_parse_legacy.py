@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from dataset_builder import default_image_samples, write_dataset
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parse_corpus import IMAGE_CASES, IMAGE_OFFERED
-from score_fixtures import image_parsed, image_sample, parsed_frame, samples_frame
+from score_fixtures import image_parsed, image_sample, parsed_table, samples_table
 
 from dualcog.errors import DataError
 from dualcog.ingest import _gold_id_set, _SampleReader, ingest
@@ -295,7 +296,11 @@ def test_legacy_rows_in_a_per_mille_run_are_not_rescaled():
         {"sample_id": ["a", "b"], "task": "action_decision", "options": [options, options]}
     )
     responses = pd.DataFrame({"sample_id": ["a", "b"], "raw_text": raws, "status": "ok"})
-    frame, info = parse_run(samples, responses)
+    table, info = parse_run(
+        pa.Table.from_pandas(samples, preserve_index=False),
+        pa.Table.from_pandas(responses, preserve_index=False),
+    )
+    frame = table.to_pandas()
     assert info["scale"] == "per_mille"
     legacy = frame[frame["parse"] == "legacy"]
     assert [list(box) for box in legacy["bbox"]] == [[1.0, 1.0, 1.0, 1.0]] * 2
@@ -310,7 +315,7 @@ def test_legacy_rows_in_a_per_mille_run_are_not_rescaled():
 def _legacy_score(sample: dict, letters: list[str], bbox=None) -> pd.Series:
     parsed = image_parsed(sample["sample_id"], "legacy", option_ids=letters, bbox=bbox,
                           task=sample["task"])  # fmt: skip
-    scores = score_samples(samples_frame([sample]), parsed_frame([parsed]))
+    scores = score_samples(samples_table([sample]), parsed_table([parsed])).to_pandas()
     return scores[scores["parse"] == "legacy"].iloc[0]
 
 
@@ -340,7 +345,7 @@ def test_legacy_future_observation_box_is_scored_against_the_released_answer_box
     strict = image_parsed(
         "s", option_ids=["B"], bbox=[0.0, 0.0, 0.5, 0.5], task="future_observation"
     )
-    scores = score_samples(samples_frame([sample]), parsed_frame([strict]))
+    scores = score_samples(samples_table([sample]), parsed_table([strict])).to_pandas()
     assert scores.loc[scores["parse"] == "strict", "iou"].iloc[0] == 1.0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -163,7 +164,11 @@ def test_strict_valid_run_gives_identical_compatible_rows(raws):
         {"sample_id": ids, "task": "self_position", "options": [options] * len(ids)}
     )
     responses = pd.DataFrame({"sample_id": ids, "raw_text": raws, "status": "ok"})
-    frame, info = parse_run(samples, responses)
+    table, info = parse_run(
+        pa.Table.from_pandas(samples, preserve_index=False),
+        pa.Table.from_pandas(responses, preserve_index=False),
+    )
+    frame = table.to_pandas()
     assert info["scale"] == "norm" and info["n_over_one"] == 0
     columns = ["stage", "all_valid", "option_valid", "bbox_valid", "bbox_reordered"]
     strict = frame[frame["parse"] == "strict"].reset_index(drop=True)

@@ -1,10 +1,12 @@
-"""`parse_run_table` (Arrow in, Arrow out: the `parse` job) writes the file `parse_run` does."""
+"""`parse_run` on Arrow tables, as the `parse` job runs it: counts, and NaN written as null."""
+
+from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from parse_corpus import BEHAVIOR_CASES, IMAGE_CASES, VISIBILITY_CASES
 
-from dualcog.parsing import parse_run, parse_run_table
+from dualcog.parsing import parse_run
 from dualcog.schemas import PARSED, write_table
 from dualcog.tasks import IMAGE_TASKS
 
@@ -44,27 +46,19 @@ def _run():
     return samples, responses
 
 
-def test_arrow_and_pandas_paths_write_the_same_bytes(tmp_path):
+def test_parse_run_counts_and_nulls(tmp_path):
     samples, responses = _run()
-    frame, frame_info = parse_run(samples.to_pandas(), responses.to_pandas())
-    table, table_info = parse_run_table(samples, responses)
-    assert table_info == frame_info
-    assert sum(frame_info["stage_counts"]["compatible"].values()) == samples.num_rows
+    table, info = parse_run(samples, responses)
+    assert table.schema.equals(PARSED)
+    assert sum(info["stage_counts"]["compatible"].values()) == samples.num_rows
     # The audit table's counts: image samples per compatible-parse stage.
-    image = frame[(frame["parse"] == "compatible") & frame["task"].isin(IMAGE_TASKS)]
-    assert table_info["image_compatible_stages"] == dict(
-        sorted(image["stage"].value_counts().items())
+    rows = table.to_pylist()
+    image = Counter(
+        r["stage"] for r in rows if r["parse"] == "compatible" and r["task"] in IMAGE_TASKS
     )
-    assert sum(table_info["image_compatible_stages"].values()) < samples.num_rows  # no video
-    write_table(frame, PARSED, tmp_path / "frame.parquet")
-    write_table(table, PARSED, tmp_path / "table.parquet")
-    assert (tmp_path / "frame.parquet").read_bytes() == (tmp_path / "table.parquet").read_bytes()
-    # The NaN coordinate is a null in both, not a NaN.
-    boxes = pq.read_table(tmp_path / "table.parquet").column("bbox").to_pylist()
+    assert info["image_compatible_stages"] == dict(sorted(image.items()))
+    assert sum(info["image_compatible_stages"].values()) < samples.num_rows  # no video
+    write_table(table, PARSED, tmp_path / "parsed.parquet")
+    # The NaN coordinate is a null, not a NaN.
+    boxes = pq.read_table(tmp_path / "parsed.parquet").column("bbox").to_pylist()
     assert not any(v != v for box in boxes if box for v in box if v is not None)
-
-
-def test_pandas_inputs_give_the_arrow_table_too():
-    samples, responses = _run()
-    table, _ = parse_run_table(samples.to_pandas(), responses.to_pandas())
-    assert table.equals(parse_run_table(samples, responses)[0])

@@ -224,8 +224,10 @@ def test_counts_of_any_size_never_stop_the_parse():
         {"sample_id": ids, "task": "landmark_visibility", "options": [[]] * len(ids)}
     )
     responses = pd.DataFrame({"sample_id": ids, "raw_text": texts, "status": "ok"})
-    frame, _ = parse_run(samples, responses)
-    table = pa.Table.from_pandas(frame) if isinstance(frame, pd.DataFrame) else frame
+    table, _ = parse_run(
+        pa.Table.from_pandas(samples, preserve_index=False),
+        pa.Table.from_pandas(responses, preserve_index=False),
+    )
     assert table.schema.field("visible_count").type == pa.int64()
     rows = table.to_pandas()
     for sample_id, expected in zip(ids, _COUNT_LITERALS.values(), strict=True):

@@ -198,9 +198,7 @@ def _ordered(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=key)
 
 
-def model_metrics(
-    model: str, tasks: Iterable[str], scores: pa.Table, pairs: pa.Table
-) -> pa.Table:
+def model_metrics(model: str, tasks: Iterable[str], scores: pa.Table, pairs: pa.Table) -> pa.Table:
     """All METRICS rows of one model run: tasks, dual families, overall aggregates.
 
     `tasks`: the tasks the run was scored on; `pairs`: the benchmark's matched-context pairs
