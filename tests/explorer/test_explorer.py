@@ -61,6 +61,12 @@ def browser():
         yield opened
 
 
+def _scores(samples: pd.DataFrame, parsed: pd.DataFrame) -> pd.DataFrame:
+    """The compatible parse's SCORES of frames, as a frame (some tests edit it)."""
+    tables = to_table(samples, SAMPLES), to_table(parsed, PARSED)
+    return score_samples(*tables, ("compatible",)).to_pandas()
+
+
 def _drawn(
     browser: Browser, folder: Path, cards, records, model: str = "m", others=()
 ) -> list[str]:
@@ -181,7 +187,7 @@ def _responses(ids, task_of) -> pd.DataFrame:
 
 def test_future_observation_boxes_go_on_gold_and_chosen_candidates() -> None:
     samples, parsed = _image_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     fo, lp = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
@@ -226,7 +232,7 @@ def _video_case():
 
 def test_video_records_carry_the_scorers_matches_and_frames() -> None:
     samples, parsed = _video_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     media = MediaIndex({}, {"/v.mp4": ("v.jpg", [i * 0.5 for i in range(13)], 160, 120)})
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     behavior, visibility = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
@@ -249,7 +255,7 @@ def test_video_records_carry_the_scorers_matches_and_frames() -> None:
 
 def test_stale_scores_are_refused() -> None:
     samples, parsed = _video_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     scores.loc[scores["task"] == "landmark_visibility", "interval_tp"] = 0
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     with pytest.raises(ExplorerError, match="sample v1, landmark_visibility"):
@@ -258,7 +264,7 @@ def test_stale_scores_are_refused() -> None:
     # Each count the table holds is checked: false positives, missed, the tIoU sum.
     for column, task in (("interval_fp", "atomic_behavior"), ("interval_fn", "composite_behavior"),
                          ("tiou_sum", "landmark_visibility")):  # fmt: skip
-        scores = score_samples(samples, parsed, ("compatible",))
+        scores = _scores(samples, parsed)
         scores.loc[scores["task"] == task, column] += 1
         with pytest.raises(ExplorerError, match=f"{task}: .*{column}"):
             _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), MediaIndex({}, {}))
@@ -281,7 +287,7 @@ def test_page_sizes_at_paper_scale(tmp_path: Path) -> None:
     scale = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scale)
     samples, parsed, responses = scale.synthetic_run(np.random.default_rng(0))
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     records = _records(samples, parsed, scores, responses, scale.media_index(samples))
     assert sum(r is not None for r in records) == 4096 + 2048
     files = write_explorer("m", records, tmp_path / "m.html", tmp_path / "data",
@@ -299,7 +305,7 @@ def test_grid_times_are_bounded() -> None:
 
 def test_page_and_chunks(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _image_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     records = _records(samples, parsed, scores, _responses(["fo1", "lp1"], tasks), media)
@@ -379,7 +385,7 @@ def test_card_text_is_escaped_in_attributes_and_text(tmp_path: Path, browser: Br
     samples.loc[samples.sample_id == "lp1", "sample_id"] = odd
     parsed.loc[parsed.sample_id == "lp1", "sample_id"] = odd
     samples.at[1, "options"] = [{"option_id": "A", "label": 'it\'s <i>"A"</i>', "level": None}]
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     responses = _responses(["fo1", odd], {"fo1": "future_observation", odd: "landmark_position"})
     hostile = ("</pre><script>window.ran = 1</script><img src=x onerror='window.ran = 2'>"
                "</script><!--")  # fmt: skip
@@ -511,7 +517,7 @@ def test_timeline_labels_are_escaped(tmp_path: Path, browser: Browser) -> None:
         {"option_id": "A", "label": "<b>it's</b>", "level": "atomic"},
         {"option_id": "B", "label": 'a "B"', "level": "composite"},
     ]
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks),
                              MediaIndex({}, {}))  # fmt: skip
@@ -525,7 +531,7 @@ def test_video_cards_draw_the_scored_matches(tmp_path: Path, browser: Browser) -
     """Timelines: gold and predicted bars where the records put them, matched pairs, false
     positives, the level headings and the frame strip."""
     samples, parsed = _video_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     media = MediaIndex({}, {"/v.mp4": ("v.jpg", [i * 0.5 for i in range(13)], 160, 120)})
     tasks = dict(zip(samples.sample_id, samples.task, strict=True))
     records = _records(samples, parsed, scores, _responses(["b1", "v1"], tasks), media)
@@ -613,7 +619,7 @@ def test_interval_lists_are_the_scorers() -> None:
 
 def test_records_show_what_was_posted(tmp_path: Path, browser: Browser) -> None:
     samples, parsed = _image_case()
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = _scores(samples, parsed)
     media = _media(["/r.jpg", "/t.jpg", "/A.jpg", "/B.jpg", "/C.jpg", "/D.jpg"])
     responses = _responses(["fo1", "lp1"], dict(zip(samples.sample_id, samples.task, strict=True)))
     switch = {"mode": "Instant", "family": "internvl", "body": {"continue_final_message": True},

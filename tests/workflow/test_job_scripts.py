@@ -271,7 +271,7 @@ def test_pairs_job_writes_what_dual_pairs_writes(tmp_path: Path) -> None:
         seed
         for seed in range(100)
         if {"pairs", "missing key", "several per slot", "repeated mission", "missing mission"}
-        <= cases_of(random_samples(seed), dual_pairs(random_samples(seed))[0])
+        <= cases_of(random_samples(seed), reference_dual_pairs(random_samples(seed))[0])
     )
     sets = {"built": ingest(write_dataset(tmp_path / "data")), "random": random_samples(seed)}
     out = tmp_path / "out"
@@ -295,13 +295,16 @@ def test_pairs_job_writes_what_dual_pairs_writes(tmp_path: Path) -> None:
     ]
     run_jobs(tmp_path, jobs)
     for name, job in zip(sets, jobs, strict=True):
-        # What the pandas job logged and wrote, from the samples as it read them.
-        frame = schemas.read_frame(job["input"]["samples"])
-        pairs, unpaired = dual_pairs(frame)
+        # What the library and the pandas reference give, from the samples as the job read them.
+        table = schemas.read_arrow(job["input"]["samples"])
+        pairs, unpaired = dual_pairs(table)
+        pairs = pairs.to_pandas()
+        unpaired = pd.DataFrame(unpaired, columns=["family", "task", "unpaired"])
         assert len(pairs) > 0
         assert name != "random" or unpaired["unpaired"].sum() > 0
         written = Path(job["output"][0]).read_bytes()
-        for how, pairs_frame in (("dual_pairs", pairs), ("pandas", reference_dual_pairs(frame)[0])):
+        reference = reference_dual_pairs(table.to_pandas())[0]
+        for how, pairs_frame in (("dual_pairs", pairs), ("pandas", reference)):
             expected = tmp_path / f"{name}.{how}.parquet"
             schemas.write_table(pairs_frame, PAIRS, expected)
             assert written == expected.read_bytes(), (name, how)
@@ -439,8 +442,8 @@ def _score_world() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
     """The merged `score` job's three files (scores, metrics, intervals) hold what the
-    pandas (library) functions give for the same run."""
-    from dualcog.scoring import PAIRS, SCORES, dual_pairs, model_metrics, score_samples
+    library functions give for the same run, and the pairs those of the library."""
+    from dualcog.scoring import PAIRS, dual_pairs, model_metrics, score_samples
     from dualcog.stats import (
         CONFIDENCE_INTERVALS,
         BootstrapSettings,
@@ -449,14 +452,14 @@ def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
     )
 
     samples, parsed = _score_world()
+    samples = schemas.to_table(samples, schemas.SAMPLES)
+    parsed = schemas.to_table(parsed, schemas.PARSED)
     pairs, _ = dual_pairs(samples)
-    assert set(pairs["family"]) == {"position", "video"}
+    assert set(pairs["family"].to_pylist()) == {"position", "video"}
     inputs = {
-        "samples": _write(schemas.to_table(samples, schemas.SAMPLES), schemas.SAMPLES,
-                          tmp_path / "samples.parquet"),
-        "pairs": _write(schemas.to_table(pairs, PAIRS), PAIRS, tmp_path / "pairs.parquet"),
-        "parsed": _write(schemas.to_table(parsed, schemas.PARSED), schemas.PARSED,
-                         tmp_path / "parsed.parquet"),
+        "samples": _write(samples, schemas.SAMPLES, tmp_path / "samples.parquet"),
+        "pairs": _write(pairs, PAIRS, tmp_path / "pairs.parquet"),
+        "parsed": _write(parsed, schemas.PARSED, tmp_path / "parsed.parquet"),
         "weights": str(tmp_path / "weights.parquet"),
     }  # fmt: skip
     bootstrap = {"replicates": 120, "seed": 7, "level": 0.9}
@@ -482,20 +485,16 @@ def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
     run_jobs(tmp_path, [weights_job, job])
 
     scores = score_samples(samples, parsed)
-    metrics = model_metrics("m1", samples, scores, pairs)
+    tasks = samples["task"].unique().to_pylist()
+    metrics = model_metrics("m1", tasks, scores, pairs)
     settings = BootstrapSettings.from_config(bootstrap)
-    intervals = model_intervals(
-        "m1", samples, scores, metrics, build_clusters(samples), settings, pairs=pairs
-    )
-    assert len(metrics) > 100 and len(intervals) == len(metrics)
+    intervals = model_intervals("m1", scores, metrics, build_clusters(samples), settings, pairs)
+    assert metrics.num_rows > 100 and intervals.num_rows == metrics.num_rows
     assert {"dual_semantic_acc", "bbox_miou", "mean_tiou", "overall_score"} <= set(
-        metrics["metric"]
+        metrics["metric"].to_pylist()
     )
-    assert intervals["ci_low"].notna().any() and (intervals["ci_low"] < intervals["ci_high"]).any()
-    expected = {
-        "scores": schemas.to_table(scores, SCORES),
-        "metrics": schemas.to_table(metrics, schemas.METRICS),
-        "intervals": schemas.to_table(intervals, CONFIDENCE_INTERVALS),
-    }
-    for name, table in expected.items():
+    low, high = intervals.to_pandas()["ci_low"], intervals.to_pandas()["ci_high"]
+    assert low.notna().any() and (low < high).any()
+    assert intervals.schema.equals(CONFIDENCE_INTERVALS)
+    for name, table in {"scores": scores, "metrics": metrics, "intervals": intervals}.items():
         assert schemas.read_arrow(out[name]).equals(table), name
