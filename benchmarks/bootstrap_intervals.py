@@ -23,22 +23,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from dualcog.schemas import to_table
-from dualcog.scoring import PAIRS, SCORES, model_metrics, score_samples
-from dualcog.scoring.dual import dual_pairs
+from dualcog.schemas import read_arrow
+from dualcog.scoring import dual_pairs, model_metrics, score_samples
 from dualcog.stats import BootstrapSettings, build_clusters, model_intervals
 from dualcog.stats.estimands import _dual_units, _task_units, _Units, metric_matrices
 
 
-def naive_replicates(scores, samples, clusters, weights) -> np.ndarray:
+def naive_replicates(scores, pairs, clusters, weights) -> np.ndarray:
     """Per replicate and drawn cluster, add up each contribution in plain Python lists."""
-    pairs, _ = dual_pairs(samples)
-    table = to_table(scores, SCORES)
     units = _Units()
-    _task_units(units, table, clusters.indices(scores["sample_id"]))
-    _dual_units(units, table, to_table(pairs, PAIRS), clusters)
+    _task_units(units, scores, clusters.indices(scores["sample_id"]))
+    _dual_units(units, scores, pairs, clusters)
     names = [list(table) for table in units.names]
     flat = []  # (key, cluster, num, den, n) of every unit
     for codes, cluster, num, den, n in units.parts:
@@ -79,7 +75,9 @@ def main() -> None:
     parser.add_argument("--naive-replicates", type=int, default=100)
     args = parser.parse_args()
     results = args.run / "results"
-    samples = pd.read_parquet(results / "benchmark" / "samples.parquet")
+    samples = read_arrow(results / "benchmark" / "samples.parquet")
+    pairs, _ = dual_pairs(samples)
+    tasks = samples["task"].unique().to_pylist()
     # Each run's parsed answers sit beside its run file (not its outcomes or facts files).
     parsed_files = sorted(
         run.with_name(run.name.removesuffix(".run.json") + ".parquet")
@@ -88,17 +86,17 @@ def main() -> None:
     if not parsed_files:
         sys.exit(f"{results / 'parsed'}: no parsed answers (run the workflow first)")
     clusters = build_clusters(samples)
-    print(f"{len(samples)} samples, {clusters.group_sizes[0]} image and "
+    print(f"{samples.num_rows} samples, {clusters.group_sizes[0]} image and "
           f"{clusters.group_sizes[1]} video clusters")  # fmt: skip
 
-    scores = score_samples(samples, pd.read_parquet(parsed_files[0]))
+    scores = score_samples(samples, read_arrow(parsed_files[0]))
     weights = BootstrapSettings(args.naive_replicates, seed=1).weights(clusters)
     wall, cpu = time.perf_counter(), time.process_time()
-    matrices = metric_matrices(scores, samples, clusters)
+    matrices = metric_matrices(scores, clusters, pairs)
     ours = matrices.evaluate(weights)[:, : len(matrices.keys)]
     ours_wall, ours_cpu = time.perf_counter() - wall, time.process_time() - cpu
     wall, cpu = time.perf_counter(), time.process_time()
-    naive = naive_replicates(scores, samples, clusters, weights)
+    naive = naive_replicates(scores, pairs, clusters, weights)
     naive_wall, naive_cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert naive.shape == ours.shape
     assert np.allclose(naive, ours, rtol=0, atol=1e-12, equal_nan=True), "outputs differ"
@@ -112,13 +110,13 @@ def main() -> None:
     runs = []
     for path in parsed_files:
         name = path.stem
-        model_scores = score_samples(samples, pd.read_parquet(path))
-        runs.append((name, model_scores, model_metrics(name, samples, model_scores)))
+        model_scores = score_samples(samples, read_arrow(path))
+        runs.append((name, model_scores, model_metrics(name, tasks, model_scores, pairs)))
     wall, cpu = time.perf_counter(), time.process_time()
     rows = 0
     for name, model_scores, metrics in runs:
-        rows += len(model_intervals(name, samples, model_scores, metrics, clusters, settings,
-                                    full_weights))  # fmt: skip
+        rows += model_intervals(name, model_scores, metrics, clusters, settings, pairs,
+                                full_weights).num_rows  # fmt: skip
     full_wall, full_cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"{len(runs)} models x {args.replicates} replicates: {rows} interval rows in "
           f"{full_wall:.1f} s wall, {full_cpu:.1f} s CPU "

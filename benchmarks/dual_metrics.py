@@ -4,7 +4,7 @@ Samples are a paper-scale benchmark's (`results/benchmark/samples.parquet` of a 
 scripts/make_paper_scale.py, or any samples file); each of `--models` runs gets random
 per-sample semantic/evidence outcomes in every parse mode. Ours pairs the samples once
 (`dual_pairs`, as the workflow's `pairs` rule) and computes each run's dual metrics from
-those pairs (`dual_metrics`). The naive loop does what a per-model job did by hand: pair
+those pairs (`dual_metric_rows`). The naive loop does what a per-model job did by hand: pair
 the samples with dicts, then count co-successes per family, parse and stratum over plain
 lists. The values and counts must be identical.
 
@@ -21,7 +21,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 from _timing import machine, measure, report
 
-from dualcog.scoring import dual_metrics, dual_pairs
+from dualcog.schemas import to_table
+from dualcog.scoring import PAIRS, SCORES, dual_metric_rows, dual_pairs
 from dualcog.scoring.dual import FAMILY_SIDES, IMAGE_PAIR_KEY, VIDEO_FAMILY
 from dualcog.tasks import IMAGE_DUAL_FAMILIES, IMAGE_TASKS
 
@@ -125,18 +126,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    samples = pq.read_table(args.samples, columns=COLUMNS).to_pandas()
+    table = pq.read_table(args.samples, columns=COLUMNS)
+    samples = table.to_pandas()
     runs = [random_scores(samples, seed) for seed in range(args.models)]
+    run_tables = [to_table(scores, SCORES) for scores in runs]
     s = {c: samples[c].astype(object).where(samples[c].notna(), None).tolist() for c in COLUMNS}
     plain = [{c: r[c].astype(object).where(r[c].notna(), None).tolist() for c in r.columns}
              for r in runs]  # fmt: skip
 
     def ours():
-        pairs, _ = dual_pairs(samples)
-        return [dual_metrics(samples, scores, pairs) for scores in runs]
+        pairs, _ = dual_pairs(table)
+        return [dual_metric_rows(scores, pairs) for scores in run_tables]
 
-    def per_model():
-        return [dual_metrics(samples, scores) for scores in runs]  # pairs rebuilt per model
+    def per_model():  # pairs rebuilt per model
+        return [dual_metric_rows(scores, dual_pairs(table)[0]) for scores in run_tables]
 
     def naive():
         return [naive_dual(naive_pairs(s), sc) for sc in plain]
@@ -144,11 +147,12 @@ def main() -> None:
     ours_t, ours_out = measure(ours, args.repeats)
     per_model_t, per_model_out = measure(per_model, args.repeats)
     naive_t, naive_out = measure(naive, args.repeats)
-    pairs, _ = dual_pairs(samples)
-    assert list(pairs.itertuples(index=False, name=None)) == naive_pairs(s), "pairs differ"
-    for frame, other, expected in zip(ours_out, per_model_out, naive_out, strict=True):
-        assert frame.equals(other)
-        got = {(r.task, r.parse, r.stratum, r.metric): (r.value, r.n) for r in frame.itertuples()}
+    pairs, _ = dual_pairs(table)
+    pair_rows = list(zip(*(pairs[name].to_pylist() for name in PAIRS.names), strict=True))
+    assert pair_rows == naive_pairs(s), "pairs differ"
+    for rows, other, expected in zip(ours_out, per_model_out, naive_out, strict=True):
+        assert rows == other
+        got = {tuple(row[:4]): (row[4], row[5]) for row in rows}
         assert got == expected, "dual metrics differ"
     label = f"dual metrics, {args.models} runs x {len(samples):,} samples"
     report(label, args.models, "runs", ours_t, naive_t)

@@ -259,7 +259,8 @@ def synthetic_inputs(folder: Path) -> dict:
 
     folder.mkdir(parents=True, exist_ok=True)
     samples, parsed, responses = synthetic_run(np.random.default_rng(0))
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = score_samples(to_table(samples, SAMPLES), to_table(parsed, PARSED), ("compatible",))
+    scores = scores.to_pandas()
     index = media_index(samples)
     media = pd.DataFrame(
         [("image", s, [f], [], w, h) for s, (f, w, h) in index.images.items()]
@@ -425,7 +426,8 @@ def main() -> None:
         if args.results:
             return
     samples, parsed, responses = synthetic_run(np.random.default_rng(0))
-    scores = score_samples(samples, parsed, ("compatible",))
+    scores = score_samples(to_table(samples, SAMPLES), to_table(parsed, PARSED), ("compatible",))
+    scores = scores.to_pandas()
     wall, cpu = time.perf_counter(), time.process_time()
     records = synthetic_records(samples, parsed, scores, responses)
     records_wall, records_cpu = time.perf_counter() - wall, time.process_time() - cpu

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
+import pyarrow as pa
 
 from dualcog.parsing import (
     NOT_JSON,
@@ -331,13 +331,13 @@ def realistic(n: int, seconds: float) -> None:
     print(f"   ours / naive (CPU): {speedup:.1f}x")
 
     sample_ids = [f"s{i:06d}" for i in range(n)]
-    samples = pd.DataFrame(
-        {"sample_id": sample_ids, "task": "landmark_position", "options": [OPTIONS] * n}
+    samples = pa.table(
+        {"sample_id": sample_ids, "task": ["landmark_position"] * n, "options": [OPTIONS] * n}
     )
-    responses = pd.DataFrame({"sample_id": sample_ids, "raw_text": texts, "status": "ok"})
-    (frame, info), cpu, wall = _timed(lambda: parse_run(samples, responses))
+    responses = pa.table({"sample_id": sample_ids, "raw_text": texts, "status": ["ok"] * n})
+    (table, info), cpu, wall = _timed(lambda: parse_run(samples, responses))
     print(
-        f"2. parse_run on {n:,} image samples ({len(frame):,} rows): {cpu:.2f} s CPU, "
+        f"2. parse_run on {n:,} image samples ({table.num_rows:,} rows): {cpu:.2f} s CPU, "
         f"{wall:.2f} s wall ({n / cpu:,.0f} samples per CPU s); scale={info['scale']}"
     )
 

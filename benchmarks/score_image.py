@@ -1,4 +1,4 @@
-"""Image scoring: `score_tables` against a fair plain loop, on 1M predictions.
+"""Image scoring: `score_samples` against a fair plain loop, on 1M predictions.
 
 A prediction is one (sample, parse mode) row. Inputs are random Arrow tables shaped like
 results/benchmark/samples.parquet and results/parsed/<model>.parquet (misses, invalid
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from _timing import machine, measure, report
 
-from dualcog.scoring import score_tables
+from dualcog.scoring import score_samples
 from dualcog.tasks import IMAGE_TASKS
 
 PARSES = ("strict", "compatible", "legacy")
@@ -147,7 +147,7 @@ def as_lists(samples: pa.Table, parsed: pa.Table) -> tuple[dict, dict]:
 
 
 def naive_scores(s: dict, p: dict) -> tuple[list[bool], list[float]]:
-    """The fair loop: one pass over plain Python lists per parse mode, in score_tables' row
+    """The fair loop: one pass over plain Python lists per parse mode, in score_samples' row
     order (parse modes, then samples)."""
     row_of = {key: j for j, key in enumerate(zip(p["sample_id"], p["parse"], strict=True))}
     stage, option_ids, option_valid = p["stage"], p["option_ids"], p["option_valid"]
@@ -204,7 +204,7 @@ def main() -> None:
     convert, (s, p) = measure(lambda: as_lists(samples, parsed), 1)
     print(f"(loop input: Arrow -> Python lists took {convert.wall_s:.2f} s wall, "
           f"{convert.cpu_s:.2f} CPU-s, not counted)")  # fmt: skip
-    ours_t, ours = measure(lambda: score_tables(samples, parsed), args.repeats)
+    ours_t, ours = measure(lambda: score_samples(samples, parsed), args.repeats)
     naive_t, (correct, iou) = measure(lambda: naive_scores(s, p), args.repeats)
     assert ours.num_rows == len(correct)
     assert ours["option_correct"].to_pylist() == correct, "option_correct differs"
@@ -212,7 +212,7 @@ def main() -> None:
     two_id_rows = sum(1 for g, i in zip(s["gold_option_ids"], s["gold_option_id"], strict=True)
                       if g and g != [i])  # fmt: skip
     print(f"identical option_correct and IoU ({two_id_rows:,} samples with two-id gold sets)")
-    report("image scoring (join included), score_tables vs plain loop", len(correct),
+    report("image scoring (join included), score_samples vs plain loop", len(correct),
            "predictions", ours_t, naive_t)  # fmt: skip
 
 

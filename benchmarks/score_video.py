@@ -1,4 +1,4 @@
-"""Video scoring: vectorized `score_tables` against a fair plain loop, on 200k predictions.
+"""Video scoring: vectorized `score_samples` against a fair plain loop, on 200k predictions.
 
 A prediction is one (sample, parse mode) row of a behavior or visibility sample. Random
 samples carry 8 options at two levels, several gold items per level with 1-3 intervals and
@@ -20,9 +20,8 @@ import random
 import pyarrow as pa
 from _timing import machine, measure, report
 
-from dualcog.schemas import PARSED, SAMPLES
-from dualcog.scoring import score_tables
-from dualcog.scoring.score import as_table
+from dualcog.schemas import PARSED, SAMPLES, conformed
+from dualcog.scoring import score_samples
 
 PARSES = ("strict", "compatible")
 OPTIONS = [("A", "atomic"), ("B", "atomic"), ("C", "atomic"), ("D", "atomic"),
@@ -237,7 +236,7 @@ def naive_scores(s: dict, p: dict) -> dict[str, list]:
 
 
 def ours_in_loop_order(table: pa.Table, samples: pa.Table) -> dict[str, list]:
-    """score_tables groups rows by kind; put them back in the loop's (parse, sample) order."""
+    """score_samples groups rows by kind; put them back in the loop's (parse, sample) order."""
     rows = {name: table[name].to_pylist() for name in ("sample_id", "task", "parse", *COLUMNS)}
     at = {}
     for k, key in enumerate(zip(rows["sample_id"], rows["parse"], rows["task"], strict=True)):
@@ -261,13 +260,13 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {machine()}")
     samples, parsed = synthetic(-(-args.predictions // len(PARSES)))
-    samples, parsed = as_table(samples, SAMPLES), as_table(parsed, PARSED)
+    samples, parsed = conformed(samples, SAMPLES), conformed(parsed, PARSED)
     convert, (s, p) = measure(
         lambda: ({n: samples[n].to_pylist() for n in samples.column_names},
                  {n: parsed[n].to_pylist() for n in parsed.column_names}), 1)  # fmt: skip
     print(f"(loop input: Arrow -> Python lists took {convert.wall_s:.2f} s wall, "
           f"{convert.cpu_s:.2f} CPU-s, not counted)")  # fmt: skip
-    ours_t, table = measure(lambda: score_tables(samples, parsed, PARSES), args.repeats)
+    ours_t, table = measure(lambda: score_samples(samples, parsed, PARSES), args.repeats)
     naive_t, naive = measure(lambda: naive_scores(s, p), args.repeats)
     ours = ours_in_loop_order(table, samples)
     for name in COLUMNS:
@@ -279,7 +278,7 @@ def main() -> None:
         assert got == want, f"{name} differs"
     n = len(samples) * len(PARSES)
     print(f"identical: {', '.join(COLUMNS)}")
-    report("video scoring (join included), score_tables vs plain loop", n, "predictions",
+    report("video scoring (join included), score_samples vs plain loop", n, "predictions",
            ours_t, naive_t)  # fmt: skip
 
 

@@ -294,6 +294,14 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with every column of `schema` (absent ones null), in schema order, typed."""
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(schema.names).cast(schema)
+
+
 def write_table(
     frame: pd.DataFrame | pa.Table,
     schema: pa.Schema,

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.schemas import PARSED, SAMPLES
+from dualcog.schemas import PARSED, SAMPLES, conformed
 from dualcog.scoring.columns import bool_array, flags, single
 from dualcog.scoring.image import score_image
 from dualcog.scoring.row_source import RowSource
@@ -58,14 +58,6 @@ _SCORERS = {
 def parse_modes_of(task: str) -> tuple[str, ...]:
     """Parse modes a request kind is scored in."""
     return PARSE_MODES if task in IMAGE_TASKS else VIDEO_PARSE_MODES
-
-
-def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` with every column of `schema` (absent ones null), typed."""
-    for field in schema:
-        if field.name not in table.column_names:
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-    return table.select(schema.names).cast(schema)
 
 
 def _keys(sample_id: pa.Array | pa.ChunkedArray, parse: pa.Array) -> pa.Array:
@@ -226,7 +218,7 @@ def score_samples(
     an atomic_behavior row. `samples` (SAMPLES) and `parsed` (PARSED) may lack the columns no
     scorer reads (SCORED_SAMPLE_COLUMNS); those count as null.
     """
-    samples, parsed = _conformed(samples, SAMPLES), _conformed(parsed, PARSED)
+    samples, parsed = conformed(samples, SAMPLES), conformed(parsed, PARSED)
     index = row_index(samples, parsed, parses)
     kinds = list(REQUEST_BY_TASK)
     kind_of_task = {
