@@ -1,6 +1,6 @@
 """Snakemake adapter: prompts of one request kind -> raw responses of one model.
 
-Arrow in and out (`run_model_table`): no pandas frame is built.
+Arrow in and out (`run_model`).
 """
 
 from collections import Counter
@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
-from dualcog.inference import run_model_table
+from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import require_prepared
 from dualcog.runtime import log, progress_logger, run_step
@@ -44,7 +44,7 @@ def main(sm):
     )
     if backend_of(model).sends_media:
         require_media(prompts, sm.params.media_store)
-    responses = run_model_table(
+    responses = run_model(
         model,
         prompts,
         samples,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dualcog.backends import backend_of
 from dualcog.config import model_by_name
-from dualcog.inference import run_model_table
+from dualcog.inference import run_model
 from dualcog.inference.by_provider import run_by_provider
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.media.store import require_prepared
@@ -41,7 +41,7 @@ def main(sm):
             table = prompts[unit["prompts"]]
             log.info("%s on %s: %d requests (backend %s)", unit["run"], unit["task"],
                      len(table), model["backend"])  # fmt: skip
-            responses = run_model_table(
+            responses = run_model(
                 model, table, by_task[unit["task"]], store, cache_dir, progress=progress_logger()
             )
             statuses = Counter(responses.column("status").to_pylist())

@@ -4,7 +4,7 @@ the built-in baselines: the gold) -> its responses for every task. Arrow in and 
 from collections import Counter
 
 from dualcog.config import model_by_name
-from dualcog.inference import run_per_model_tables
+from dualcog.inference import run_per_model
 from dualcog.runtime import log, progress_logger, run_step
 from dualcog.schemas import RESPONSES, read_arrow, rows_of_tasks, write_table
 
@@ -30,7 +30,7 @@ def main(sm):
         "%s: answering %d requests of %s (backend %s)", model["name"],
         sum(map(len, prompts.values())), ", ".join(tasks), model["backend"],
     )  # fmt: skip
-    responses = run_per_model_tables(model, prompts, samples, progress=progress_logger())
+    responses = run_per_model(model, prompts, samples, progress=progress_logger())
     for task, output in zip(tasks, sm.output, strict=True):
         table = responses[task]
         counts = Counter(table.column("status").to_pylist()).most_common()

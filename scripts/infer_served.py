@@ -1,5 +1,6 @@
 """Snakemake adapter: start one served model's server, run all its (run, task) jobs, stop it."""
 
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -8,7 +9,7 @@ from dualcog.config import is_video_task, model_by_name
 from dualcog.inference import run_model
 from dualcog.inference.outcome import InferenceFailed, record_outcome
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import RESPONSES, SERVED_FRAMES, read_arrow, read_frame, write_table
+from dualcog.schemas import RESPONSES, SERVED_FRAMES, read_arrow, rows_of_tasks, write_table
 from dualcog.serving import facts as served_facts
 from dualcog.serving.server import ManagedServer, exit_on_signals, serve_spec
 
@@ -20,7 +21,7 @@ def main(sm):
     plan = sm.params.plan  # [{run, task, prompts, output}] in input/output order
     runs = {item["run"]: model_by_name(config, item["run"]) for item in plan}
     spec = serve_spec(next(iter(runs.values())))
-    samples = read_frame(sm.input.samples)
+    samples = read_arrow(sm.input.samples)
     failed = []
     frames = {run: [] for run in runs}  # per run: the frames-mode requests' frames
     frame_times = {}  # videos index path -> {frame key: timestamp}
@@ -47,16 +48,16 @@ def main(sm):
                 "api_key": server.api_key,  # per launch; scrubbed like any key
                 "request_model": spec.served_name,
             }
-            prompts = read_frame(item["prompts"])
+            prompts = read_arrow(item["prompts"])
             index = item.get("frames_index")
             if index:
                 if index not in frame_times:
                     rows = read_arrow(index, ["keys", "timestamps"]).to_pylist()
                     frame_times[index] = served_facts.frame_times(rows)
                 frames[item["run"]] += served_facts.frame_rows(
-                    prompts[FRAME_COLUMNS].to_dict("records"), frame_times[index], index
+                    prompts.select(FRAME_COLUMNS).to_pylist(), frame_times[index], index
                 )
-            task_samples = samples[samples["task"] == item["task"]]
+            task_samples = rows_of_tasks(samples, [item["task"]])
             log.info("%s on %s: %d requests", item["run"], item["task"], len(prompts))
             responses = run_model(
                 model,
@@ -68,7 +69,8 @@ def main(sm):
             )
             # Errors caused by a server that died are the server's, not the model's.
             server.check_alive()
-            log.info("status counts: %s", responses["status"].value_counts().to_dict())
+            statuses = responses.column("status").to_pylist()
+            log.info("status counts: %s", dict(Counter(statuses).most_common()))
             outcome = record_outcome(model, item["task"], responses, sm.params.cache_dir)
             if outcome is not None and outcome.failed:
                 failed.append(outcome.failure_message())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from frames import arrow
 from loopback_server import LoopbackServer, Reply, completion
 
 from dualcog import schemas
@@ -74,7 +75,9 @@ def prompts(tmp_path: Path, marker: str) -> tuple[pd.DataFrame, Path]:
 def sent_body(server: LoopbackServer, tmp_path: Path, model: dict) -> tuple[dict, dict]:
     """The body and headers the server received for one request of `model`."""
     frame, store = prompts(tmp_path, model["name"])
-    out = run_model({**model, "max_retries": 0}, frame, pd.DataFrame(), store, tmp_path / "cache")
+    out = run_model(
+        {**model, "max_retries": 0}, arrow(frame), None, store, tmp_path / "cache"
+    ).to_pandas()
     assert list(out.status) == ["ok"], out.error_message.tolist()
     user = [
         next(m for m in body["messages"] if m["role"] == "user")["content"][0]["text"]

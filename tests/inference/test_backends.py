@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 
 from dualcog import backends, schemas
 from dualcog.backends import REGISTRY, Backend, RunInputs, register
@@ -153,7 +154,7 @@ def test_a_toy_backend_is_one_registry_entry_and_its_runner(toy: Backend, tmp_pa
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"a": '{"answer_option_id": "A"}'}))
     model = {"name": "Toy-Run", "backend": "toy", "answers": str(answers)}
-    out = run_model(model, _prompts(["a", "b"]), pd.DataFrame(), tmp_path, tmp_path)
+    out = run_model(model, arrow(_prompts(["a", "b"])), None, tmp_path, tmp_path).to_pandas()
     assert out["status"].tolist() == ["ok", "error"]
     assert out["backend"].tolist() == ["toy", "toy"]
     # Its declared properties reach the workflow with no other file touched.
@@ -169,7 +170,7 @@ def test_a_toy_backend_is_one_registry_entry_and_its_runner(toy: Backend, tmp_pa
         f"answers file {tmp_path / 'gone.json'} does not exist"
     ]
     with pytest.raises(ValueError, match="backend toy needs `answers`"):
-        run_model({"name": "t", "backend": "toy"}, _prompts(["a"]), pd.DataFrame(), tmp_path,
+        run_model({"name": "t", "backend": "toy"}, arrow(_prompts(["a"])), None, tmp_path,
                   tmp_path)  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from frames import arrow
 from PIL import Image
 
 from dualcog import atomic, schemas
@@ -194,12 +195,13 @@ def test_a_full_cache_folder_stops_sending_and_the_rerun_resends_only_the_uncach
     cache = tmp_path / "cache"
     mounted = _tmpfs(cache, "12k")
     code = (
-        "import json, sys, pandas as pd; from pathlib import Path\n"
+        "import json, sys; from pathlib import Path\n"
         "from dualcog.inference import run_model\n"
+        "from dualcog.schemas import read_arrow\n"
         "work = Path(sys.argv[1])\n"
         "model = json.loads((work / 'model.json').read_text())\n"
-        "prompts = pd.read_parquet(work / 'prompts.parquet')\n"
-        "run_model(model, prompts, pd.DataFrame(), work / 'media', work / 'cache')\n"
+        "prompts = read_arrow(work / 'prompts.parquet')\n"
+        "run_model(model, prompts, None, work / 'media', work / 'cache')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
 
@@ -208,7 +210,7 @@ def test_a_full_cache_folder_stops_sending_and_the_rerun_resends_only_the_uncach
         a process of its own where only a size cap can stand in for one."""
         if mounted or not fill:
             try:
-                run_model(model, prompts, pd.DataFrame(), tmp_path / "media", cache)
+                run_model(model, arrow(prompts), None, tmp_path / "media", cache)
             except OSError as error:
                 return str(error)
             return ""

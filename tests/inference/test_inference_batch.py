@@ -74,14 +74,15 @@ def test_batch_gives_the_responses_table_of_the_direct_path(media_store, tmp_pat
 # A child process: run_model on the prompts of `prompts.parquet`, printing the statuses.
 CHILD = """
 import json, sys
-import pandas as pd
+from collections import Counter
 from pathlib import Path
 from dualcog.inference import run_model
+from dualcog.schemas import read_arrow
 work = Path(sys.argv[1])
 model = json.loads((work / "model.json").read_text())
-prompts = pd.read_parquet(work / "prompts.parquet")
-out = run_model(model, prompts, pd.DataFrame(), work / "media", work / "cache", print)
-print(json.dumps(out["status"].value_counts().to_dict()))
+prompts = read_arrow(work / "prompts.parquet")
+out = run_model(model, prompts, None, work / "media", work / "cache", print)
+print(json.dumps(dict(Counter(out["status"].to_pylist()))))
 """
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from frames import arrow
 
 from dualcog import schemas
 from dualcog.inference import media_data_uri, media_path, run_model
@@ -120,7 +121,9 @@ def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _run(model: dict, frames, tmp_path: Path, progress=None) -> pd.DataFrame:
     samples, prompts = frames
-    out = run_model(model, prompts, samples, tmp_path / "media", tmp_path / "cache", progress)
+    out = run_model(
+        model, arrow(prompts), arrow(samples), tmp_path / "media", tmp_path / "cache", progress
+    ).to_pandas()
     schemas.to_table(out, schemas.RESPONSES)
     assert list(out["sample_id"]) == list(prompts["sample_id"])
     return out
@@ -155,7 +158,7 @@ def test_random_is_valid_seeded_and_order_independent(frames, tmp_path):
     model = {"name": "chance", "backend": "random", "seed": 11}
     first = _run(model, frames, tmp_path)
     shuffled = prompts.iloc[::-1].reset_index(drop=True)
-    second = run_model(model, shuffled, samples, tmp_path, tmp_path)
+    second = run_model(model, arrow(shuffled), arrow(samples), tmp_path, tmp_path).to_pandas()
     assert dict(zip(first.sample_id, first.raw_text, strict=True)) == dict(
         zip(second.sample_id, second.raw_text, strict=True)
     )
@@ -194,8 +197,12 @@ def test_random_option_choice_is_spread_over_offered_ids(tmp_path):
     ).to_pandas()
     prompts = build_prompts(samples)
     out = run_model(
-        {"name": "r", "backend": "random", "seed": 1}, prompts, samples, tmp_path, tmp_path
-    )
+        {"name": "r", "backend": "random", "seed": 1},
+        arrow(prompts),
+        arrow(samples),
+        tmp_path,
+        tmp_path,
+    ).to_pandas()
     counts = pd.Series([json.loads(t)["answer_option_id"] for t in out.raw_text]).value_counts()
     assert set(counts.index) == set("ABCD")
     assert counts.min() >= 30  # 200 draws, expected 50 each
@@ -233,7 +240,9 @@ def test_simulated_is_deterministic_per_sample(frames, tmp_path):
     samples, prompts = frames
     model = {"name": "sim", "backend": "simulated", "seed": 5, "skill": 0.6, "quirks": ["think"]}
     full = _run(model, frames, tmp_path)
-    subset = run_model(model, prompts.iloc[3:6], samples, tmp_path, tmp_path)
+    subset = run_model(
+        model, arrow(prompts.iloc[3:6]), arrow(samples), tmp_path, tmp_path
+    ).to_pandas()
     assert list(subset.raw_text) == list(full.raw_text.iloc[3:6])
     assert list(_run(model, frames, tmp_path).raw_text) == list(full.raw_text)
 
@@ -303,9 +312,17 @@ def test_progress_reports_done_over_total(frames, tmp_path):
 def test_unknown_backend_and_missing_sample(frames, tmp_path):
     samples, prompts = frames
     with pytest.raises(ValueError, match="unknown backend"):
-        run_model({"name": "x", "backend": "magic"}, prompts, samples, tmp_path, tmp_path)
+        run_model(
+            {"name": "x", "backend": "magic"}, arrow(prompts), arrow(samples), tmp_path, tmp_path
+        ).to_pandas()
     with pytest.raises(KeyError, match="img_00"):
-        run_model({"name": "x", "backend": "oracle"}, prompts, samples.iloc[1:], tmp_path, tmp_path)
+        run_model(
+            {"name": "x", "backend": "oracle"},
+            arrow(prompts),
+            arrow(samples.iloc[1:]),
+            tmp_path,
+            tmp_path,
+        ).to_pandas()
 
 
 def test_media_data_uri_reads_the_store_and_memoizes(tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from inference_fixtures import IMAGE_BYTES, VIDEO_BYTES
 from loopback_server import LoopbackServer, Reply, completion, echo_reply
 
@@ -70,7 +71,7 @@ def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(model: dict, prompts: pd.DataFrame, media: Path, cache: Path, progress=None):
-    out = run_model(model, prompts, pd.DataFrame(), media, cache, progress)
+    out = run_model(model, arrow(prompts), None, media, cache, progress).to_pandas()
     schemas.to_table(out, schemas.RESPONSES)
     assert list(out.sample_id) == list(prompts.sample_id)
     assert SECRET not in out.to_json()

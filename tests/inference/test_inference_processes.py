@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from loopback_server import (
     LoopbackServer,
     Reply,
@@ -36,16 +37,17 @@ IMAGE_KEY = "aa" + "1" * 62
 # A child process: run_model on the prompts of `prompts.parquet` whose index is in argv.
 CHILD = """
 import json, sys
-import pandas as pd
+from collections import Counter
 from pathlib import Path
 from dualcog.inference import run_model
+from dualcog.schemas import read_arrow
 work = Path(sys.argv[1])
 model = json.loads((work / "model.json").read_text())
-prompts = pd.read_parquet(work / "prompts.parquet")
+prompts = read_arrow(work / "prompts.parquet")
 if len(sys.argv) > 2:
-    prompts = prompts.iloc[[int(i) for i in sys.argv[2].split(",")]]
-out = run_model(model, prompts, pd.DataFrame(), work / "media", work / "cache")
-print(json.dumps(out["status"].value_counts().to_dict()))
+    prompts = prompts.take([int(i) for i in sys.argv[2].split(",")])
+out = run_model(model, prompts, None, work / "media", work / "cache")
+print(json.dumps(dict(Counter(out["status"].to_pylist()))))
 """
 
 
@@ -116,8 +118,8 @@ def test_shards_share_one_cache_and_a_new_split_resends_nothing(server, work):
     assert len(lines) == 30 and all(json.loads(line)["status"] == "ok" for line in lines)
     # Two shards now, split differently: everything is served from the cache.
     for half in (prompts.iloc[:17], prompts.iloc[17:]):
-        out = run_model(base_model(server), half, pd.DataFrame(), work / "media", work / "cache")
-        assert (out.status == "ok").all()
+        out = run_model(base_model(server), arrow(half), None, work / "media", work / "cache")
+        assert set(out["status"].to_pylist()) == {"ok"}
     assert server.requests == 30
 
 
@@ -226,9 +228,9 @@ from dualcog.inference.outcome import run_summary
 prompts = schemas.to_table(pd.DataFrame([{{
     "sample_id": "s0", "task": "behavior", "request_key": "k", "user_text": "u",
     "media_keys": [], "media_kinds": [], "offered_option_ids": ["A"]}}]),
-    schemas.PROMPTS).to_pandas()
+    schemas.PROMPTS)
 run_model({{"name": "r", "backend": "replay", "replay": {str(replay)!r}}}, prompts,
-          pd.DataFrame(), "m", "c")
+          None, "m", "c")
 print("openai" in sys.modules, "httpx2" in sys.modules)
 """
     env = {**os.environ, "PYTHONPATH": str(SRC)}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 
 from dualcog import schemas
 from dualcog.errors import DataError
@@ -52,7 +53,7 @@ def _authors_line(sample_id: str, status: str, text: str | None, **raw: object) 
 def _replay(path: Path | list[Path], prompts: pd.DataFrame, progress=None) -> pd.DataFrame:
     paths = [str(p) for p in path] if isinstance(path, list) else str(path)
     model = {"name": "Authors-Run-Instant", "backend": "replay", "replay": paths}
-    out = run_model(model, prompts, pd.DataFrame(), Path("."), Path("."), progress)
+    out = run_model(model, arrow(prompts), None, Path("."), Path("."), progress).to_pandas()
     schemas.to_table(out, schemas.RESPONSES)
     return out
 
@@ -152,8 +153,8 @@ def test_missing_source_and_missing_setting(tmp_path):
     with pytest.raises(ValueError, match="needs `replay`"):
         run_model(
             {"name": "r", "backend": "replay"},
-            replay_prompts(["s1"]),
-            pd.DataFrame(),
+            arrow(replay_prompts(["s1"])),
+            None,
             tmp_path,
             tmp_path,
         )
@@ -174,7 +175,8 @@ def test_one_replay_of_several_tasks_equals_a_replay_per_task(tmp_path):
         "behavior": replay_prompts(["b1", "b2"]).assign(task="behavior"),
     }
     model = {"name": "Authors-Run-Instant", "backend": "replay", "replay": str(source)}
-    together = run_per_model(model, by_task)
+    together = run_per_model(model, {task: arrow(frame) for task, frame in by_task.items()})
+    together = {task: table.to_pandas() for task, table in together.items()}
     assert list(together) == ["self_position", "behavior"]
     for task, prompts in by_task.items():
         alone = _replay(source, prompts)
@@ -187,7 +189,7 @@ def test_a_sample_in_two_tasks_prompts_is_refused(tmp_path):
     model = {"name": "r", "backend": "replay", "replay": str(tmp_path / "x.jsonl")}
     prompts = replay_prompts(["a1"])
     with pytest.raises(ValueError, match="sample 'a1' more than once"):
-        run_per_model(model, {"self_position": prompts, "behavior": prompts})
+        run_per_model(model, {"self_position": arrow(prompts), "behavior": arrow(prompts)})
 
 
 def test_run_model_refuses_a_sample_twice(tmp_path):

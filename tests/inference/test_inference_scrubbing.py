@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pandas as pd
 import pytest
+from frames import arrow
 from loopback_server import LoopbackServer, Reply
 
 from dualcog import schemas
@@ -113,7 +114,7 @@ def test_a_401_echoing_the_key_leaves_it_neither_in_the_cache_nor_the_responses(
             "api_key": "${DUALCOG_SCRUB_KEY}",
             "max_retries": 0,
         }
-        out = run_model(model, prompts, pd.DataFrame(), media_store, tmp_path / "c")
+        out = run_model(model, arrow(prompts), None, media_store, tmp_path / "c").to_pandas()
     assert list(out.error_type) == ["http_401"] * len(echoes)
     cached = Path(cache_path(tmp_path / "c", "M-Instant", "behavior")).read_text()
     stored = out.to_json() + cached
@@ -147,7 +148,7 @@ def test_a_401_echoing_a_masked_key_ending_in_base64_characters_leaves_no_file_w
         model = {"name": "M-Instant", "backend": "openai", "family": "qwen_vllm",
                  "api_base": server.api_base, "api_key": "${DUALCOG_SCRUB_KEY}",
                  "max_retries": 0}  # fmt: skip
-        out = run_model(model, prompts, pd.DataFrame(), media_store, tmp_path / "c")
+        out = run_model(model, arrow(prompts), None, media_store, tmp_path / "c").to_pandas()
     out.to_parquet(tmp_path / "c" / "responses.parquet")
     assert out.error_message[0].endswith("Incorrect API key provided: ***."), out.error_message[0]
     files = [path for path in (tmp_path / "c").rglob("*") if path.is_file()]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from loopback_server import LoopbackServer, completion
 
 from dualcog.config import validate_config
@@ -204,7 +205,7 @@ def answer(body: dict, count: int) -> tuple:
 
 
 def post_all(model: dict, prompts: pd.DataFrame, store: Path, cache: Path) -> pd.DataFrame:
-    out = run_model(model, prompts, pd.DataFrame(), store, cache)
+    out = run_model(model, arrow(prompts), None, store, cache).to_pandas()
     assert list(out.status) == ["ok"] * len(prompts), out.error_message.tolist()
     return out
 
@@ -246,7 +247,8 @@ def test_every_demo_sample_posts_the_authors_body(spec, demo_prompts, demo_store
     assert first.request_temperature == 0.2 and first.request_max_tokens == 2048
     switch = json.loads(first.request_switch)
     assert switch["body"] == spec["controls"] and switch["system_prefix"] == spec["prefixed"]
-    assert first.request_prefill == (PREFILL if spec["prefill"] else None)
+    prefill = out.request_prefill.iloc[0]
+    assert (None if pd.isna(prefill) else prefill) == (PREFILL if spec["prefill"] else None)
     assert out.request_reencoded.isna().all()  # demo videos are under the size limit
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from loopback_server import LoopbackServer, completion
 
 from dualcog.config import validate_config
@@ -102,7 +103,7 @@ def video_run(
         "models": [{"name": name, "route": "qwen3.5-plus", "backend": "openai", "max_retries": 0}],
     }
     model = validate_config(config)["models"][0]
-    return run_model(model, prompts, samples, store, tmp_path / "cache")
+    return run_model(model, arrow(prompts), arrow(samples), store, tmp_path / "cache").to_pandas()
 
 
 def test_a_big_video_is_reencoded_recorded_and_sent_as_recorded(big_video, tmp_path) -> None:
@@ -149,8 +150,8 @@ def test_other_routes_send_the_original(big_video, tmp_path) -> None:
             "models": [{"name": config_name, "backend": "openai", "api_base": server.api_base}],
         }
         out = run_model(
-            validate_config(config)["models"][0], prompts, pd.DataFrame(), store, tmp_path / "c"
-        )
+            validate_config(config)["models"][0], arrow(prompts), None, store, tmp_path / "c"
+        ).to_pandas()
         url = server.bodies[0]["messages"][1]["content"][1]["video_url"]["url"]
     assert pd.isna(out.request_reencoded[0])
     assert base64.b64decode(url.split(",", 1)[1]) == big_video.read_bytes()

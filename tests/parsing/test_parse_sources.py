@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from test_inference_replay import replay_prompts  # one prompts builder for replay rows
 
 from dualcog.inference import run_model
@@ -61,7 +62,7 @@ def test_replay_applies_the_row_rule(tmp_path: Path):
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
     model = {"name": "Replayed", "backend": "replay", "replay": str(source)}
     prompts = replay_prompts(["s1", "s2", "s3", "s4", "s5"])
-    out = run_model(model, prompts, pd.DataFrame(), Path("."), Path("."), None)
+    out = run_model(model, arrow(prompts), None, Path("."), Path("."), None).to_pandas()
     out = out.set_index("sample_id")
     assert out.loc["s1", "raw_text"] == "first"
     assert out.loc["s3", "status"] == "ok" and out.loc["s3", "raw_text"] == ""

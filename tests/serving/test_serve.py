@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fake_vllm import FAKE_VERSION, HOSTILE_VERSION
+from frames import arrow
 
 from dualcog import schemas
 from dualcog.config import validate_config
@@ -110,10 +111,10 @@ def test_serves_requests_then_stops_with_its_workers(tmp_path: Path) -> None:
         assert server.pid == pid and alive(pid) and alive(worker)
         frame, store = one_prompt(tmp_path)
         served = {**model, "api_base": server.api_base, "request_model": "local-vlm"}
-        keyless = run_model(served, frame, pd.DataFrame(), store, tmp_path / "cache0")
+        keyless = run_model(served, arrow(frame), None, store, tmp_path / "cache0").to_pandas()
         assert list(keyless.status) == ["error"]  # the server accepts only its own key
         served["api_key"] = server.api_key
-        out = run_model(served, frame, pd.DataFrame(), store, tmp_path / "cache")
+        out = run_model(served, arrow(frame), None, store, tmp_path / "cache").to_pandas()
         assert list(out.status) == ["ok"]
     assert not alive(pid) and not alive(worker)
     text = log.read_text()

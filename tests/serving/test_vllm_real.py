@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from frames import arrow
 from PIL import Image
 from test_serve import alive
 
@@ -79,7 +80,7 @@ def serve_and_ask(tmp_path: Path, model: dict, images: int) -> None:
         ready = time.monotonic() - began
         version, problem = server.reported_version()  # the stamp's vLLM version
         served = {**model, "api_base": server.api_base, "request_model": "tiny"}
-        out = run_model(served, prompts, pd.DataFrame(), store, tmp_path / "cache")
+        out = run_model(served, arrow(prompts), None, store, tmp_path / "cache").to_pandas()
         pid = server.pid
     print(f"\nvllm serve healthy after {ready:.1f} s; request {out.latency_ms[0]:.0f} ms")
     assert list(out.status) == ["ok"], out.error_message.tolist()

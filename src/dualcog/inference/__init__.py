@@ -6,12 +6,7 @@ Backends and what each needs are declared in `dualcog.backends`; their runners l
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path
 from dualcog.inference.media import media_data_uri, media_path
 from dualcog.inference.request import build_messages, request_settings
-from dualcog.inference.runner import (
-    run_model,
-    run_model_table,
-    run_per_model,
-    run_per_model_tables,
-)
+from dualcog.inference.runner import run_model, run_per_model
 from dualcog.switches import split_mode
 
 __all__ = [
@@ -23,8 +18,6 @@ __all__ = [
     "answer_settings_json",
     "request_settings",
     "run_model",
-    "run_model_table",
     "run_per_model",
-    "run_per_model_tables",
     "split_mode",
 ]

@@ -1,16 +1,13 @@
-"""RESPONSES rows: what every backend's runner returns, and the table or frame they make."""
+"""RESPONSES rows: what every backend's runner returns, and the table they make."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from dualcog import schemas
-
-if TYPE_CHECKING:  # imported where a frame is built: the jobs write Arrow and never need it
-    import pandas as pd
 
 
 def response_row(
@@ -69,26 +66,8 @@ def response_row(
 
 
 def responses_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """Rows -> RESPONSES Arrow table; a value that does not fit its column raises, naming it.
-    The same file as `responses_frame` written."""
+    """Rows -> RESPONSES Arrow table; a value that does not fit its column raises, naming it."""
     try:
         return schemas.table_from_rows(rows, schemas.RESPONSES)
     except ValueError as error:
         raise ValueError(f"responses: {error}") from error
-
-
-def responses_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Rows -> frame in RESPONSES column order, checked against the schema."""
-    import pandas as pd
-
-    frame = pd.DataFrame(list(rows), columns=schemas.RESPONSES.names)
-    for column in (
-        "attempts", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens",
-        "request_max_tokens",
-    ):  # fmt: skip
-        frame[column] = frame[column].astype("Int64")
-    frame["attempts"] = frame["attempts"].astype("Int32")
-    frame["latency_ms"] = frame["latency_ms"].astype("float64")
-    frame["request_temperature"] = frame["request_temperature"].astype("float64")
-    schemas.to_table(frame, schemas.RESPONSES)  # raises when a column does not conform
-    return frame

@@ -1,31 +1,20 @@
 """`run_model`: one model run over its prompts, handed to its backend's runner
-(dualcog.backends).
-
-Two doors onto the same runners: `run_model` / `run_per_model` take and return pandas frames
-(the library API), `run_model_table` / `run_per_model_tables` Arrow tables (what the jobs
-use: a job that never builds a frame never pays pandas' import, about half a CPU second).
+(dualcog.backends). Arrow tables in (PROMPTS, SAMPLES) and out (RESPONSES).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from dualcog.backends import RunInputs, backend_of, missing_fields
 from dualcog.inference.progress import ProgressFn
-from dualcog.inference.rows import responses_frame, responses_table
-
-if TYPE_CHECKING:
-    import pandas as pd
+from dualcog.inference.rows import responses_table
 
 Rows = list[dict[str, Any]]
-
-
-def _records(frame: pd.DataFrame) -> Rows:
-    return frame.to_dict(orient="records")
 
 
 def _require_unique_samples(prompt_rows: Rows) -> None:
@@ -52,27 +41,17 @@ def _run(model: Mapping[str, Any], prompt_rows: Rows, inputs: RunInputs) -> Rows
 
 def run_model(
     model: Mapping[str, Any],
-    prompts: pd.DataFrame,
-    samples: pd.DataFrame,
-    media_store: Path,
-    cache_dir: Path,
-    progress: ProgressFn | None = None,
-) -> pd.DataFrame:
-    """Responses (schemas.RESPONSES) of one model run, one row per prompt row, in order."""
-    inputs = RunInputs(_records(samples), Path(media_store), Path(cache_dir), progress)
-    return responses_frame(_run(model, _records(prompts), inputs))
-
-
-def run_model_table(
-    model: Mapping[str, Any],
     prompts: pa.Table,
-    samples: pa.Table,
+    samples: pa.Table | None,
     media_store: Path,
     cache_dir: Path,
     progress: ProgressFn | None = None,
 ) -> pa.Table:
-    """`run_model` with Arrow tables in (PROMPTS, SAMPLES rows) and out (RESPONSES)."""
-    inputs = RunInputs(samples.to_pylist(), Path(media_store), Path(cache_dir), progress)
+    """Responses (a RESPONSES table) of one model run, one row per prompt row (PROMPTS), in
+    order. `samples`: the SAMPLES rows of the prompts' kind, for a backend that
+    `reads_samples` (None: no rows)."""
+    rows = samples.to_pylist() if samples is not None else []
+    inputs = RunInputs(rows, Path(media_store), Path(cache_dir), progress)
     return responses_table(_run(model, prompts.to_pylist(), inputs))
 
 
@@ -98,30 +77,17 @@ def _run_per_model(
 
 def run_per_model(
     model: Mapping[str, Any],
-    prompts_by_task: Mapping[str, pd.DataFrame],
-    samples: pd.DataFrame | None = None,
-    progress: ProgressFn | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Responses of one run for several request kinds in one runner call (a backend declared
-    `run_per_model`: replay reads its files once, a built-in backend starts once). `samples`:
-    the SAMPLES rows of those kinds, for a backend that `reads_samples`.
-
-    Each kind's frame equals `run_model` on that kind's prompts alone: a sample's response is
-    the last response row for its id, whichever kinds are run with it.
-    """
-    rows_by_task = {task: _records(frame) for task, frame in prompts_by_task.items()}
-    rows = _records(samples) if samples is not None else []
-    answered = _run_per_model(model, rows_by_task, rows, progress)
-    return {task: responses_frame(rows) for task, rows in answered.items()}
-
-
-def run_per_model_tables(
-    model: Mapping[str, Any],
     prompts_by_task: Mapping[str, pa.Table],
     samples: pa.Table | None = None,
     progress: ProgressFn | None = None,
 ) -> dict[str, pa.Table]:
-    """`run_per_model` with Arrow tables in (PROMPTS, SAMPLES) and out (RESPONSES)."""
+    """Responses of one run for several request kinds in one runner call (a backend declared
+    `run_per_model`: replay reads its files once, a built-in backend starts once). `samples`:
+    the SAMPLES rows of those kinds, for a backend that `reads_samples`.
+
+    Each kind's table equals `run_model` on that kind's prompts alone: a sample's response is
+    the last response row for its id, whichever kinds are run with it.
+    """
     rows_by_task = {task: table.to_pylist() for task, table in prompts_by_task.items()}
     rows = samples.to_pylist() if samples is not None else []
     answered = _run_per_model(model, rows_by_task, rows, progress)
