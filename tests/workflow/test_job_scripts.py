@@ -1,5 +1,5 @@
-"""The per-model job scripts (Arrow in and out) write the files the library's pandas paths
-write.
+"""The per-model job scripts (Arrow in and out) write the files the library's functions
+give.
 
 The jobs run here as Snakemake runs them: the script file executed with a `snakemake` object
 in its globals, in a fresh interpreter.
@@ -19,7 +19,7 @@ import pytest
 from test_inference_offline import build_prompts, build_samples
 
 from dualcog import schemas
-from dualcog.inference import run_model, run_model_table, run_per_model, run_per_model_tables
+from dualcog.inference import run_model, run_per_model
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,19 +72,6 @@ def _outputs(jobs: list[dict]) -> dict[str, bytes]:
     return {path: Path(path).read_bytes() for path in paths}
 
 
-def _model_responses(
-    model: dict, prompts: pd.DataFrame, samples: pd.DataFrame, tmp: Path
-) -> tuple[bytes, bytes]:
-    """The RESPONSES file written from `run_model` (frames) and `run_model_table` (Arrow)."""
-    frame = run_model(model, prompts, samples, tmp, tmp)
-    table = run_model_table(
-        model, pa.Table.from_pandas(prompts), pa.Table.from_pandas(samples), tmp, tmp
-    )
-    schemas.write_table(frame, schemas.RESPONSES, tmp / "frame.parquet")
-    schemas.write_table(table, schemas.RESPONSES, tmp / "table.parquet")
-    return (tmp / "frame.parquet").read_bytes(), (tmp / "table.parquet").read_bytes()
-
-
 @pytest.mark.parametrize(
     "model",
     [
@@ -95,13 +82,19 @@ def _model_responses(
     ],
     ids=lambda model: model["name"],
 )
-def test_arrow_run_writes_the_bytes_the_frame_run_writes(model: dict, tmp_path: Path) -> None:
+def test_run_model_gives_one_responses_row_per_prompt(model: dict, tmp_path: Path) -> None:
     samples = build_samples()
-    by_frame, by_table = _model_responses(model, build_prompts(samples), samples, tmp_path)
-    assert by_frame == by_table
+    prompts = pa.Table.from_pandas(build_prompts(samples), preserve_index=False)
+    table = run_model(
+        model, prompts, pa.Table.from_pandas(samples, preserve_index=False), tmp_path, tmp_path
+    )
+    assert table.schema.equals(schemas.RESPONSES)
+    assert table["sample_id"].to_pylist() == prompts["sample_id"].to_pylist()
+    schemas.write_table(table, schemas.RESPONSES, tmp_path / "responses.parquet")
+    assert schemas.read_arrow(tmp_path / "responses.parquet").equals(table)
 
 
-def test_replay_tables_equal_replay_frames(tmp_path: Path) -> None:
+def test_replay_per_model_equals_replay_per_task(tmp_path: Path) -> None:
     samples = build_samples()
     prompts = build_prompts(samples)
     replay = tmp_path / "replay.jsonl"
@@ -112,16 +105,14 @@ def test_replay_tables_equal_replay_frames(tmp_path: Path) -> None:
     ]
     replay.write_text("".join(json.dumps(line) + "\n" for line in lines))
     model = {"name": "rec", "backend": "replay", "replay": str(replay)}
-    by_task = {task: group.reset_index(drop=True) for task, group in prompts.groupby("task")}
-    frames = run_per_model(model, by_task)
-    tables = run_per_model_tables(
-        model, {task: pa.Table.from_pandas(frame) for task, frame in by_task.items()}
-    )
-    assert list(tables) == list(frames)
-    for task, frame in frames.items():
-        assert (
-            schemas.to_table(frame, schemas.RESPONSES).cast(schemas.RESPONSES).equals(tables[task])
-        ), task
+    by_task = {
+        task: pa.Table.from_pandas(group, preserve_index=False)
+        for task, group in prompts.groupby("task")
+    }
+    tables = run_per_model(model, by_task)
+    assert list(tables) == list(by_task)
+    for task, table in tables.items():
+        assert table.equals(run_model(model, by_task[task], None, tmp_path, tmp_path)), task
     statuses = [s for table in tables.values() for s in table["status"].to_pylist()]
     assert statuses.count("missing") == len(prompts) - len(lines)
 
