@@ -39,9 +39,9 @@ import json, resource, sys, time
 start = time.perf_counter()
 import pandas as pd
 from dualcog.explorer.media import prepare_explorer_media
-from dualcog.schemas import read_frame
+from dualcog.schemas import read_arrow
 samples_path, out, images, videos, threads = sys.argv[1:6]
-samples = read_frame(samples_path)
+samples = read_arrow(samples_path).to_pandas()
 def first(kind, limit):
     seen, keep = set(), []
     for i, media in enumerate(samples["media"]):

@@ -6,11 +6,11 @@ from dualcog.explorer.media import prepare_explorer_media
 from dualcog.media.problems import bad_media_error
 from dualcog.media.store import MediaFailures
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import read_frame
+from dualcog.schemas import read_arrow
 
 
 def main(sm):
-    samples = read_frame(sm.input.samples)
+    samples = read_arrow(sm.input.samples).to_pandas()
     folder = Path(sm.output.media).parent
     try:
         index = prepare_explorer_media(

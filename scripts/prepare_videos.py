@@ -10,11 +10,11 @@ from dualcog.media.problems import bad_media_error, video_frame_counts
 from dualcog.media.store import ImageSettings, MediaFailures, prepare_videos
 from dualcog.prompts.render import video_sources
 from dualcog.runtime import log, progress_logger, run_step
-from dualcog.schemas import read_frame
+from dualcog.schemas import read_arrow
 
 
 def main(sm):
-    samples = read_frame(sm.input[0])
+    samples = read_arrow(sm.input[0]).to_pandas()
     media = sm.params.settings
     settings = ImageSettings(media["max_width"], media["max_height"], media["jpeg_quality"])
     mode = sm.wildcards.vmode

@@ -328,7 +328,3 @@ def read_arrow(path: str | Path, columns: list[str] | None = None) -> pa.Table:
     whose import pulls in pandas (a fifth of a CPU second), which Arrow-only jobs avoid.
     """
     return pq.ParquetFile(path).read(columns=columns)
-
-
-def read_frame(path: str | Path) -> pd.DataFrame:
-    return read_arrow(path).to_pandas()

@@ -166,9 +166,9 @@ def demo_store(demo_workflow: Path, tmp_path_factory: pytest.TempPathFactory) ->
     from dualcog.media.problems import video_frame_counts
     from dualcog.media.store import ImageSettings, prepare_images, prepare_videos
     from dualcog.prompts.render import image_sources, video_sources
-    from dualcog.schemas import read_frame
+    from dualcog.schemas import read_arrow
 
-    samples = read_frame(demo_workflow / "results" / "benchmark" / "samples.parquet")
+    samples = read_arrow(demo_workflow / "results" / "benchmark" / "samples.parquet").to_pandas()
     store = tmp_path_factory.mktemp("contract_media")
     settings = ImageSettings(640, 480, 80)
     prepare_images(image_sources(samples), store, settings)

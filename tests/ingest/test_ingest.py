@@ -16,7 +16,7 @@ from dataset_builder import (
 
 from dualcog.errors import DataError
 from dualcog.ingest import find_manifests, ingest
-from dualcog.schemas import SAMPLES, read_frame, write_table
+from dualcog.schemas import SAMPLES, read_arrow, write_table
 
 
 def _by_id(frame):
@@ -63,7 +63,7 @@ def test_round_trips_through_the_typed_schema(tmp_path: Path) -> None:
     samples = ingest(write_dataset(tmp_path))
     path = tmp_path / "samples.parquet"
     write_table(samples, SAMPLES, path)
-    again = read_frame(path)
+    again = read_arrow(path).to_pandas()
     assert list(again.columns) == SAMPLES.names
     assert len(again) == len(samples)
 
