@@ -1,4 +1,4 @@
-"""The sample join of `score_tables` (`score._parsed_positions`) against a dict join, on
+"""The sample join of `score_samples` (`score._parsed_positions`) against a dict join, on
 random cases: any row order, unknown, null and repeated ids, ids of many lengths sharing
 prefixes, multi-byte characters, arrays sliced from larger buffers."""
 
