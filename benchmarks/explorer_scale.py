@@ -242,7 +242,7 @@ def _chunk_cards(data_dir: Path) -> dict[str, list]:
 
 def synthetic_outcomes(responses: pd.DataFrame, parsed: pd.DataFrame) -> pd.DataFrame:
     """The outcome classes the `parse` job would write for the synthetic run."""
-    return request_outcomes(to_table(responses, RESPONSES), parsed).to_pandas()
+    return request_outcomes(to_table(responses, RESPONSES), to_table(parsed, PARSED)).to_pandas()
 
 
 def synthetic_records(samples, parsed, scores, responses) -> list:

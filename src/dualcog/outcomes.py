@@ -2,8 +2,7 @@
 refused, empty, unparsable, request error), one rule for every caller.
 
 The `parse` job classifies each run once (`request_outcomes`, written beside the parses) and
-the explorer, the tables and the leaderboard read that file. It works on Arrow tables: the
-parse job builds no pandas frame.
+the explorer, the tables and the leaderboard read that file. It works on Arrow tables.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import pyarrow as pa
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 
 # finish_reason values meaning the provider withheld the answer.
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
@@ -80,15 +78,13 @@ def outcome_class(
     return "answered"
 
 
-def unparsable_keys(parsed: pa.Table | pd.DataFrame | None) -> set[tuple[Any, Any]]:
-    """(sample_id, task) of the answers whose compatible parse is not fully valid."""
-    if parsed is None or len(parsed) == 0:
+def unparsable_keys(parsed: pa.Table | None) -> set[tuple[Any, Any]]:
+    """(sample_id, task) of the answers whose compatible parse (PARSED rows) is not fully
+    valid."""
+    if parsed is None or parsed.num_rows == 0:
         return set()
     names = ("sample_id", "task", "parse", "stage", "all_valid")
-    if isinstance(parsed, pa.Table):
-        columns = [parsed.column(name).to_pylist() for name in names]
-    else:
-        columns = [parsed[name].tolist() for name in names]
+    columns = [parsed.column(name).to_pylist() for name in names]
     return {
         (sample_id, task)
         for sample_id, task, parse, stage, valid in zip(*columns, strict=True)
@@ -163,7 +159,7 @@ def response_facts_table(
 
 def request_outcomes(
     responses: pa.Table,
-    parsed: pa.Table | pd.DataFrame | None,
+    parsed: pa.Table | None,
     flags: dict[str, list[bool]] | None = None,
 ) -> pa.Table:
     """One run's outcome classes (schemas.REQUEST_OUTCOMES): sample_id, task, outcome of each

@@ -91,9 +91,9 @@ def _drawn(
 def _records(samples, parsed, scores, responses, media):
     """`sample_records` on the tables as the job reads them (typed Arrow), with the outcome
     classes the `parse` job writes for these rows."""
-    responses = to_table(responses, RESPONSES)
+    responses, parsed = to_table(responses, RESPONSES), to_table(parsed, PARSED)
     outcomes = request_outcomes(responses, parsed)
-    return sample_records(to_table(samples, SAMPLES), to_table(parsed, PARSED),
+    return sample_records(to_table(samples, SAMPLES), parsed,
                           to_table(scores, SCORES), responses, media, outcomes)  # fmt: skip
 
 

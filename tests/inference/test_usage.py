@@ -177,7 +177,7 @@ def test_outcome_classes_first_match_wins(tmp_path: Path) -> None:
             {"raw_text": "", "finish_reason": "length"},  # s8 truncated before empty
         )
     )  # fmt: skip
-    parsed = pd.DataFrame(
+    parsed = pa.table(
         {
             "sample_id": ["s0", "s7", "s7", "s5"],
             "task": ["landmark_position"] * 4,
