@@ -3,21 +3,21 @@
 import json
 from collections import Counter
 
-from dualcog.ingest import ingest_rows
+from dualcog.ingest import ingest
 from dualcog.runtime import log, run_step
-from dualcog.schemas import SAMPLES, table_from_rows, write_table
+from dualcog.schemas import SAMPLES, write_table
 
 
 def main(sm):
-    rows, excluded = ingest_rows(
+    samples, excluded = ingest(
         sm.params.data_root,
         sm.params.tasks,
         sm.params.exclude_samples,
         sm.params.media_roots,
     )
-    log.info("samples per task: %s", dict(sorted(Counter(row["task"] for row in rows).items())))
-    # Built from the rows in Arrow: pandas would cost this job half its CPU.
-    write_table(table_from_rows(rows, SAMPLES), SAMPLES, sm.output[0])
+    tasks = Counter(samples.column("task").to_pylist())
+    log.info("samples per task: %s", dict(sorted(tasks.items())))
+    write_table(samples, SAMPLES, sm.output[0])
     requested = sorted(set(sm.params.exclude_samples))
     record = {
         "count": len(excluded),

@@ -22,7 +22,7 @@ from dualcog.errors import DataError
 from dualcog.tasks import REQUEST_BY_UPSTREAM
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -614,43 +614,29 @@ def ingest(
     tasks: Iterable[str] | None = None,
     exclude_samples: Iterable[str] = (),
     media_roots: Iterable[str | Path] = (),
-) -> pd.DataFrame:
-    """Read every latest manifest under `data_root` into a samples frame (SAMPLES columns).
+) -> tuple[pa.Table, list[str]]:
+    """Read every latest manifest under `data_root` into the SAMPLES table, and list the ids
+    of `exclude_samples` that were found (sorted). Raises `DataError` on bad data.
 
-    `tasks` limits the request kinds kept (default: all). Raises `DataError` on bad data.
-    `exclude_samples` (the config key) drops those sample ids; see `ingest_excluding`.
-    """
-    return ingest_excluding(data_root, tasks, exclude_samples, media_roots)[0]
-
-
-def ingest_excluding(
-    data_root: str | Path,
-    tasks: Iterable[str] | None = None,
-    exclude_samples: Iterable[str] = (),
-    media_roots: Iterable[str | Path] = (),
-) -> tuple[pd.DataFrame, list[str]]:
-    """`ingest`, also returning the excluded sample ids that were found (sorted)."""
-    rows, dropped = ingest_rows(data_root, tasks, exclude_samples, media_roots)
-    # Imported here: the Snakefile imports this module for `find_manifests`, and pandas at
-    # import would add half a CPU second to every Snakemake start-up (each cluster job's too).
-    import pandas as pd
-
-    return pd.DataFrame(rows), dropped
-
-
-def ingest_rows(
-    data_root: str | Path,
-    tasks: Iterable[str] | None = None,
-    exclude_samples: Iterable[str] = (),
-    media_roots: Iterable[str | Path] = (),
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """`ingest_excluding`'s samples as row dicts (the `ingest` job builds its Arrow table from
-    them: `schemas.table_from_rows`).
-
-    Excluded samples are dropped after their manifest is read, so every other sample is read
+    `tasks` limits the request kinds kept (default: all). `exclude_samples` (the config key)
+    drops those sample ids after their manifest is read, so every other sample is read
     exactly as without the exclusion (behavior levels are assigned per whole manifest).
     Media must lie (symlinks followed) under `data_root` or one of `media_roots`.
     """
+    # Imported here: the Snakefile imports this module for `find_manifests`, and pyarrow at
+    # import would add to every Snakemake start-up (each cluster job's too).
+    from dualcog.schemas import SAMPLES, table_from_rows
+
+    rows, dropped = _ingest_rows(data_root, tasks, exclude_samples, media_roots)
+    return table_from_rows(rows, SAMPLES), dropped
+
+
+def _ingest_rows(
+    data_root: str | Path,
+    tasks: Iterable[str] | None,
+    exclude_samples: Iterable[str],
+    media_roots: Iterable[str | Path],
+) -> tuple[list[dict[str, Any]], list[str]]:
     excluded = set(exclude_samples)
     dropped: list[str] = []
     root = Path(data_root)

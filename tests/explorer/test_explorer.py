@@ -456,7 +456,7 @@ def test_worker_processes_make_what_one_worker_makes(tmp_path: Path) -> None:
     order, and the same bytes in every file, as one worker's."""
     from dualcog.ingest import ingest
 
-    samples = ingest(DEMO_ROOT)
+    samples = ingest(DEMO_ROOT)[0].to_pandas()
     one = prepare_explorer_media(samples, tmp_path / "one", workers=1)
     two = prepare_explorer_media(samples, tmp_path / "two", workers=2)
     pd.testing.assert_frame_equal(one, two)

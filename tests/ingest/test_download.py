@@ -158,7 +158,9 @@ def test_full_fetch_holds_what_evaluation_reads_and_nothing_else(hub, tmp_path, 
     assert f"{human_bytes(manifests)} already here, {human_bytes(left)} to download" in planned
     assert any("ETA" in line and "(100 %)" in line for line in lines)
     # What was fetched ingests to the same samples as the embedded demo.
-    pd.testing.assert_frame_equal(comparable(ingest(into)), comparable(ingest(DEMO)))
+    pd.testing.assert_frame_equal(
+        comparable(ingest(into)[0].to_pandas()), comparable(ingest(DEMO)[0].to_pandas())
+    )
     # A second run finds every file in place and fetches no byte again.
     before = len(hub.requests)
     fetch(into, hub.commit)
@@ -232,7 +234,7 @@ def test_tasks_and_scenes_decide_what_is_fetched(hub, tmp_path):
     assert record["revision"] == "main" and record["commit"] == hub.commit
     fetched = hub.fetched_paths()
     assert all(p.startswith("task_data/airsim_env_12/video_tasks/") for p in fetched)
-    samples = ingest(into, tasks=["landmark_visibility"])
+    samples = ingest(into, tasks=["landmark_visibility"])[0].to_pandas()
     assert len(samples) == 8 and set(samples["scene_id"]) == {"env_12"}
     named = {m["resolved_path"] for media in samples["media"] for m in media}
     manifests = {p for p in fetched if "/datasets/" in p}

@@ -19,13 +19,13 @@ from dualcog.ingest import find_manifests, ingest
 from dualcog.schemas import SAMPLES, read_arrow, write_table
 
 
-def _by_id(frame):
-    return {row["sample_id"]: row for row in frame.to_dict("records")}
+def _by_id(table):
+    return {row["sample_id"]: row for row in table.to_pylist()}
 
 
 def test_image_samples_are_canonical(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path))
-    counts = samples.groupby("task").size().to_dict()
+    samples, _ = ingest(write_dataset(tmp_path))
+    counts = samples.to_pandas().groupby("task").size().to_dict()
     assert counts == {
         "action_decision": 1,
         "behavior": 2,
@@ -49,7 +49,7 @@ def test_image_samples_are_canonical(tmp_path: Path) -> None:
 
 
 def test_future_observation_uses_candidates_not_stale_target(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path))
+    samples, _ = ingest(write_dataset(tmp_path))
     what = _by_id(samples)["env_3_5_self_shared_4way_000001_what"]
     roles = [m["role"] for m in what["media"]]
     assert roles == ["reference", "candidate_A", "candidate_B", "candidate_C", "candidate_D"]
@@ -60,7 +60,7 @@ def test_future_observation_uses_candidates_not_stale_target(tmp_path: Path) -> 
 
 
 def test_round_trips_through_the_typed_schema(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path))
+    samples = ingest(write_dataset(tmp_path))[0].to_pandas()
     path = tmp_path / "samples.parquet"
     write_table(samples, SAMPLES, path)
     again = read_arrow(path).to_pandas()
@@ -69,7 +69,7 @@ def test_round_trips_through_the_typed_schema(tmp_path: Path) -> None:
 
 
 def test_video_levels_gold_and_duration(tmp_path: Path) -> None:
-    rows = _by_id(ingest(write_dataset(tmp_path)))
+    rows = _by_id(ingest(write_dataset(tmp_path))[0])
     composite = rows[
         "env_3_batch_env_3_5_composite_0001_fill_01_self_instance_recognition_joint_000001"
     ]
@@ -97,19 +97,19 @@ def test_composite_gold_falls_back_to_pair_encoding(tmp_path: Path) -> None:
     # Two items span everything (equal intervals): the [[s,e]]-encoded one is composite.
     items[1]["intervals_sec"] = [{"start_sec": 0.0, "end_sec": 5.0}]
     items[2]["intervals_sec"] = [{"start_sec": 0.0, "end_sec": 5.0}]
-    rows = _by_id(ingest(write_dataset(tmp_path, video_samples_=videos)))
+    rows = _by_id(ingest(write_dataset(tmp_path, video_samples_=videos))[0])
     levels = {g["option_id"]: g["level"] for g in rows[videos[0]["sample_id"]]["gold_items"]}
     assert levels["C"] == "composite"
 
 
 def test_tasks_filter(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path), tasks=["future_observation"])
+    samples = ingest(write_dataset(tmp_path), tasks=["future_observation"])[0].to_pandas()
     assert set(samples["task"]) == {"future_observation"}
 
 
 def test_rerooted_download_resolves(tmp_path: Path) -> None:
     root = write_dataset(tmp_path, task_root="task_data")
-    samples = ingest(root)
+    samples = ingest(root)[0].to_pandas()
     first = samples.iloc[0]["media"][0]
     assert first["path"].startswith(TASK_ROOT)  # as written by the authors
     assert Path(first["resolved_path"]).is_file()
@@ -291,7 +291,7 @@ def test_symlink_within_data_root_is_accepted(tmp_path: Path) -> None:
     link = root / TASK_ROOT / SCENE / "link.jpg"
     link.symlink_to(root / sample["target_image"])
     _point_target_at(root, f"{TASK_ROOT}/{SCENE}/link.jpg")
-    rows = _by_id(ingest(root))
+    rows = _by_id(ingest(root)[0])
     media = {m["role"]: m for m in rows[sample["sample_id"]]["media"]}
     assert media["target"]["resolved_path"] == str(link)
 
@@ -302,6 +302,6 @@ def test_media_roots_allow_an_outside_folder(tmp_path: Path) -> None:
     sample = _point_target_at(root, str(outside))
     with pytest.raises(DataError, match="media_roots"):
         ingest(root)
-    rows = _by_id(ingest(root, media_roots=[outside.parent]))
+    rows = _by_id(ingest(root, media_roots=[outside.parent])[0])
     media = {m["role"]: m for m in rows[sample["sample_id"]]["media"]}
     assert media["target"]["resolved_path"] == str(outside)

@@ -28,7 +28,7 @@ from demo_fixtures import CHATTY, DEMO, PERMILLE, copy_run
 from workflow_runner import REPO, run_snakemake
 
 from dualcog.inference.request import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
-from dualcog.ingest import ingest_rows
+from dualcog.ingest import ingest
 from dualcog.integrations.evaluation import metric_values
 from dualcog.stamp import read_stamp, stamp_digest
 from dualcog.tasks import IMAGE_TASKS, REQUEST_KINDS
@@ -179,7 +179,7 @@ def test_inspect_eval_gives_the_workflows_metrics(run: dict, tmp_path: Path) -> 
     )
     # Per-sample outcomes in the log (what `inspect view` shows).
     samples = log.samples
-    assert len(samples) == sum(Counter(r["task"] for r in ingest_rows(DEMO)[0]).values())
+    assert len(samples) == sum(Counter(ingest(DEMO)[0]["task"].to_pylist()).values())
     image = next(s for s in samples if s.metadata["task"] == "landmark_position")
     score = next(iter(image.scores.values()))
     assert set(score.value) >= {"option_correct", "bbox_hit", "iou", "joint_correct"}
@@ -196,7 +196,7 @@ def test_inspect_metrics_cover_the_samples_run(run: dict, tmp_path: Path) -> Non
     from dualcog.integrations.evaluation import Answer, score_answers
     from dualcog.schemas import SAMPLES, table_from_rows
 
-    rows, _ = ingest_rows(DEMO, ["landmark_position"])
+    rows = ingest(DEMO, ["landmark_position"])[0].to_pylist()
     chosen = [rows[0]["sample_id"], rows[3]["sample_id"]]
     text = '{"answer_option_id": "A", "bbox_xyxy_norm": [100, 100, 500, 500]}'
 
@@ -319,7 +319,7 @@ def test_every_eval_ever_files_validate(run: dict) -> None:
         assert result["score_details"]["score"] == want[f"compatible/{task}/{metric}"]
     lines = [json.loads(line) for line in folder.glob("*_samples.jsonl").__next__().open()]
     # one row per sample and scored task: behavior samples count at two levels
-    counts = Counter(r["task"] for r in ingest_rows(DEMO)[0])
+    counts = Counter(ingest(DEMO)[0]["task"].to_pylist())
     assert len(lines) == sum(counts.values()) + counts["behavior"]
     assert aggregate["detailed_evaluation_results"]["total_rows"] == len(lines)
     assert {line["metadata"]["dualcog_stamp_digest"] for line in lines} == {stamp_digest(stamp)}
@@ -354,7 +354,7 @@ def test_dataset_folder_loads_with_datasets(run: dict, tmp_path: Path, monkeypat
 
     folder = run["dir"] / "results" / "exports" / "dataset"
     loaded = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "cache"))
-    counts = Counter(r["task"] for r in ingest_rows(DEMO)[0])
+    counts = Counter(ingest(DEMO)[0]["task"].to_pylist())
     assert {name: split.num_rows for name, split in loaded.items()} == dict(counts)
     row = loaded["landmark_position"][0]
     for item in row["media"]:
@@ -369,7 +369,7 @@ def test_dataset_media_embedded_when_asked(tmp_path: Path) -> None:
     from dualcog.integrations.hf_dataset import dataset_table
     from dualcog.schemas import SAMPLES, table_from_rows
 
-    rows, _ = ingest_rows(DEMO, ["landmark_position"])
+    rows = ingest(DEMO, ["landmark_position"])[0].to_pylist()
     table = dataset_table(table_from_rows(rows[:2], SAMPLES), DEMO, embed_media=True)
     for item, source in zip(table["media"][0].as_py(), rows[0]["media"], strict=True):
         assert item["bytes"] == Path(source["resolved_path"]).read_bytes()
@@ -380,7 +380,7 @@ def test_dataset_refuses_media_outside_the_root_and_bad_split_names(tmp_path: Pa
     from dualcog.integrations.hf_dataset import dataset_card, dataset_table
     from dualcog.schemas import SAMPLES, table_from_rows
 
-    rows, _ = ingest_rows(DEMO, ["landmark_position"])
+    rows = ingest(DEMO, ["landmark_position"])[0].to_pylist()
     with pytest.raises(DataError, match="outside the data root"):
         dataset_table(table_from_rows(rows[:1], SAMPLES), tmp_path, embed_media=False)
     with pytest.raises(DataError, match="not a valid split name"):

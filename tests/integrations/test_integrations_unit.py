@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 from demo_fixtures import DEMO
 
-from dualcog.ingest import ingest_rows
+from dualcog.ingest import ingest
 from dualcog.integrations.evaluation import (
     Answer,
     metric_key,
@@ -19,14 +19,13 @@ from dualcog.integrations.evaluation import (
     score_answers,
 )
 from dualcog.integrations.exports import headline_rows, hub_eval_results, model_identity
-from dualcog.schemas import SAMPLES, table_from_rows
 from dualcog.stamp import stamp_digest
 
 
 @pytest.fixture(scope="module")
 def two_samples() -> pa.Table:
-    rows, _ = ingest_rows(DEMO, ["landmark_position"])
-    return table_from_rows(rows[:2], SAMPLES)
+    samples, _ = ingest(DEMO, ["landmark_position"])
+    return samples.slice(0, 2)
 
 
 def gold_answer(row: dict) -> str:

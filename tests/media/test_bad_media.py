@@ -7,13 +7,15 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from dataset_builder import default_image_samples, default_video_samples, write_dataset
 from workflow_runner import REPO, run_snakemake, write_config
 
 from dualcog.errors import DataError
 from dualcog.explorer.media import prepare_explorer_media
-from dualcog.ingest import ingest, ingest_excluding
+from dualcog.ingest import ingest
 from dualcog.media.problems import bad_media_error, video_frame_counts
 from dualcog.media.store import (
     ImageSettings,
@@ -74,7 +76,7 @@ def _assert_names(message: str, row, field: str, media_file: Path) -> None:
 
 
 def test_bad_images_are_reported_together_and_good_ones_kept(tmp_path: Path) -> None:
-    samples = ingest(_dataset(tmp_path / "data"))
+    samples = ingest(_dataset(tmp_path / "data"))[0].to_pandas()
     corrupt, truncated = _break_images(samples)
     store = tmp_path / "store"
     with pytest.raises(MediaFailures) as caught:
@@ -102,7 +104,7 @@ def test_bad_images_are_reported_together_and_good_ones_kept(tmp_path: Path) -> 
 @pytest.mark.parametrize("frames", [None, 4], ids=["video_url", "frames4"])
 def test_truncated_video_is_caught_in_both_modes(tmp_path: Path, frames: int | None) -> None:
     # one video task, so each video serves exactly one sample
-    samples = ingest(_dataset(tmp_path / "data"), ["landmark_visibility"])
+    samples = ingest(_dataset(tmp_path / "data"), ["landmark_visibility"])[0].to_pandas()
     victim = _truncate_video(samples)
     bad_file = _media_file(samples, victim["sample_id"], "video")
     store = tmp_path / "store"
@@ -118,7 +120,7 @@ def test_truncated_video_is_caught_in_both_modes(tmp_path: Path, frames: int | N
     _assert_names(str(error), victim, error.field, bad_file)
     assert f"exclude_samples: [{victim['sample_id']}]" in str(error)
     # both tasks: the bad file is reported once per sample using it
-    everything = ingest(tmp_path / "data")
+    everything = ingest(tmp_path / "data")[0].to_pandas()
     users = everything[everything["media"].map(lambda m: str(bad_file) in str(m))]
     assert len(users) == 2
     message = str(bad_media_error(everything, caught.value.failures))
@@ -130,7 +132,7 @@ def test_truncated_video_is_caught_in_both_modes(tmp_path: Path, frames: int | N
 
 def test_a_video_shorter_than_its_manifest_says_is_refused(tmp_path: Path) -> None:
     """A file that decodes cleanly but has too few frames (cut at a frame boundary)."""
-    samples = ingest(_dataset(tmp_path / "data"))
+    samples = ingest(_dataset(tmp_path / "data"))[0].to_pandas()
     source = video_sources(samples)[0]
     expected = DEMO_MP4_FRAMES + frame_count_tolerance(DEMO_MP4_FRAMES) + 1
     with pytest.raises(MediaFailures) as caught:
@@ -145,20 +147,21 @@ def test_a_video_shorter_than_its_manifest_says_is_refused(tmp_path: Path) -> No
 
 def test_excluded_samples_are_dropped_at_ingest(tmp_path: Path) -> None:
     data_root = _dataset(tmp_path / "data")
-    everything = ingest(data_root)
-    left_out = sorted(everything["sample_id"].iloc[[0, -1]])
-    samples, dropped = ingest_excluding(data_root, None, [*left_out, "no_such_sample"])
+    everything, _ = ingest(data_root)
+    ids = everything["sample_id"].to_pylist()
+    left_out = sorted([ids[0], ids[-1]])
+    samples, dropped = ingest(data_root, None, [*left_out, "no_such_sample"])
     assert dropped == left_out
-    assert len(samples) == len(everything) - 2
-    assert not set(left_out) & set(samples["sample_id"])
-    kept = everything[~everything["sample_id"].isin(left_out)].reset_index(drop=True)
-    assert samples.reset_index(drop=True).equals(kept)  # the others read exactly as before
+    assert samples.num_rows == everything.num_rows - 2
+    assert not set(left_out) & set(samples["sample_id"].to_pylist())
+    kept = everything.filter(pc.invert(pc.is_in(everything["sample_id"], pa.array(left_out))))
+    assert samples.equals(kept)  # the others read exactly as before
 
 
 def test_explorer_thumbnails_report_bad_images_together(tmp_path: Path) -> None:
     """A run whose models send no media prepares none: the explorer, reading the source
     images, is then where a bad one is found, and it is reported like preparation's."""
-    samples = ingest(_dataset(tmp_path / "data"))
+    samples = ingest(_dataset(tmp_path / "data"))[0].to_pandas()
     samples = samples[samples["modality"] == "image"].reset_index(drop=True)
     corrupt, truncated = _break_images(samples)
     with pytest.raises(MediaFailures) as caught:
@@ -174,7 +177,7 @@ def test_explorer_thumbnails_report_bad_images_together(tmp_path: Path) -> None:
 @pytest.mark.workflow
 def test_workflow_fails_naming_bad_video_then_completes_with_exclusion(tmp_path: Path) -> None:
     data_root = _dataset(tmp_path / "data")
-    samples = ingest(data_root, ["landmark_visibility"])
+    samples = ingest(data_root, ["landmark_visibility"])[0].to_pandas()
     victim = _truncate_video(samples)
     workdir = tmp_path / "run"
     config = {

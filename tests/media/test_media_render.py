@@ -100,7 +100,7 @@ def test_video_frames_and_file(tmp_path: Path) -> None:
 
 
 def test_render_uses_stored_prompts_and_orders_media(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path))
+    samples = ingest(write_dataset(tmp_path))[0].to_pandas()
     store = tmp_path / "store"
     images = {
         p.source: p.key for p in prepare_images(image_sources(samples), store, ImageSettings())
@@ -128,7 +128,7 @@ def test_render_falls_back_to_templates(tmp_path: Path) -> None:
     for sample in images_in:
         for key in ("prompt_text", "user_prompt", "system_prompt"):
             sample.pop(key)
-    samples = ingest(write_dataset(tmp_path, image_samples=images_in))
+    samples = ingest(write_dataset(tmp_path, image_samples=images_in))[0].to_pandas()
     images = {
         p.source: p.key
         for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
@@ -145,7 +145,7 @@ def test_render_template_error_names_sample(tmp_path: Path) -> None:
         sample.pop("user_prompt")
         sample.pop("prompt_text")
         sample.pop("reference_object_view")
-    samples = ingest(write_dataset(tmp_path, image_samples=images_in))
+    samples = ingest(write_dataset(tmp_path, image_samples=images_in))[0].to_pandas()
     images = {
         p.source: p.key
         for p in prepare_images(image_sources(samples), tmp_path / "s", ImageSettings())
@@ -156,7 +156,7 @@ def test_render_template_error_names_sample(tmp_path: Path) -> None:
 
 
 def test_video_render_modes(tmp_path: Path) -> None:
-    samples = ingest(write_dataset(tmp_path))
+    samples = ingest(write_dataset(tmp_path))[0].to_pandas()
     store = tmp_path / "store"
     images = {
         p.source: p.key for p in prepare_images(image_sources(samples), store, ImageSettings())

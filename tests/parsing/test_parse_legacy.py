@@ -366,7 +366,7 @@ def test_shared_fast_path_with_integers_past_the_digit_guard(digits):
 
 
 def _ingested(tmp_path, images):
-    samples = ingest(write_dataset(tmp_path, image_samples=images))
+    samples = ingest(write_dataset(tmp_path, image_samples=images))[0].to_pandas()
     return {row["sample_id"]: row for row in samples.to_dict("records")}
 
 

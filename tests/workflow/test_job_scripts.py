@@ -245,7 +245,7 @@ def test_ingest_job_writes_what_ingest_writes(tmp_path: Path) -> None:
     }
     run_jobs(tmp_path, [job])
     expected = tmp_path / "frame.parquet"
-    schemas.write_table(ingest(data), schemas.SAMPLES, expected)
+    schemas.write_table(ingest(data)[0], schemas.SAMPLES, expected)
     assert (out / "samples.parquet").read_bytes() == expected.read_bytes()
     assert json.loads((out / "excluded.json").read_text())["not_found"] == ["nowhere"]
 
@@ -264,7 +264,10 @@ def test_pairs_job_writes_what_dual_pairs_writes(tmp_path: Path) -> None:
         if {"pairs", "missing key", "several per slot", "repeated mission", "missing mission"}
         <= cases_of(random_samples(seed), reference_dual_pairs(random_samples(seed))[0])
     )
-    sets = {"built": ingest(write_dataset(tmp_path / "data")), "random": random_samples(seed)}
+    sets = {
+        "built": ingest(write_dataset(tmp_path / "data"))[0].to_pandas(),
+        "random": random_samples(seed),
+    }
     out = tmp_path / "out"
     jobs = [
         {
@@ -313,7 +316,7 @@ def test_render_jobs_write_what_render_prompts_writes(
     from dualcog.media.store import ImageSettings, PreparedFrames, image_key, video_file_key
     from dualcog.prompts.render import image_sources, render_prompts, video_sources
 
-    samples = ingest(write_dataset(tmp_path / "data"))
+    samples = ingest(write_dataset(tmp_path / "data"))[0].to_pandas()
     samples_path = _write(
         schemas.to_table(samples, schemas.SAMPLES), schemas.SAMPLES, tmp_path / "s.parquet"
     )

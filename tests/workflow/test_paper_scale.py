@@ -12,7 +12,7 @@ from workflow_runner import REPO
 from dualcog.inference.replay import replay_rows
 from dualcog.ingest import find_manifests, ingest
 from dualcog.media.store import file_digest
-from dualcog.schemas import PARSED, SAMPLES, rows_of_tasks, to_table
+from dualcog.schemas import PARSED, rows_of_tasks, to_table
 from dualcog.scoring import dual_pairs, model_metrics, pairs_for_tasks, score_samples
 from dualcog.tasks import REQUEST_KINDS
 
@@ -31,7 +31,7 @@ def small_benchmark(tmp_path_factory):
 def test_generator_writes_the_released_layout_at_the_requested_size(small_benchmark):
     data = small_benchmark / "data"
     assert len(find_manifests(data)) == 3 * 2  # an image and a video manifest per scene
-    samples = ingest(data, TASKS)
+    samples = ingest(data, TASKS)[0].to_pandas()
     assert samples["scene_id"].nunique() == 3
     assert samples[["scene_id", "landmark_id"]].drop_duplicates().shape[0] == 7
     assert (samples["modality"] == "image").sum() == 7 * 8
@@ -48,7 +48,7 @@ def test_recorded_runs_replay_in_the_authors_format(small_benchmark):
 
     config = yaml.safe_load((small_benchmark / "config" / "config.yaml").read_text())
     assert [m["backend"] for m in config["models"]] == ["replay", "replay"]
-    samples = ingest(small_benchmark / "data", TASKS)
+    samples = ingest(small_benchmark / "data", TASKS)[0].to_pandas()
     model = dict(config["models"][0])
     model["replay"] = [str(small_benchmark / p) for p in model["replay"]]
     prompts = [{"sample_id": s, "task": t, "request_key": "k"}
@@ -60,7 +60,7 @@ def test_recorded_runs_replay_in_the_authors_format(small_benchmark):
 
 
 def test_benchmark_pairs_give_the_metrics_of_pairs_built_per_run(small_benchmark):
-    samples = to_table(ingest(small_benchmark / "data", TASKS), SAMPLES)
+    samples, _ = ingest(small_benchmark / "data", TASKS)
     pairs, _ = dual_pairs(samples)
     gold = [
         {"sample_id": s, "task": t, "parse": "strict", "stage": "strict", "all_valid": False}

@@ -58,7 +58,6 @@ from dualcog.media.store import (
     prepare_videos,
 )
 from dualcog.prompts.render import image_sources, render_prompt_rows, video_sources
-from dualcog.schemas import SAMPLES, table_from_rows
 from dualcog.tasks import PARSE_MODES, REQUEST_BY_TASK, REQUEST_KINDS
 
 MODEL_LABEL = "inspect"  # the run's name in the METRICS rows computed here
@@ -86,10 +85,10 @@ def benchmark_samples(
 ) -> pa.Table:
     """The ingested SAMPLES of `tasks`, in the workflow's row order (memoized: the task and
     its metric both ask)."""
-    from dualcog.ingest import ingest_rows
+    from dualcog.ingest import ingest
 
-    rows, _ = ingest_rows(data_root, tasks, exclude)
-    return table_from_rows(rows, SAMPLES)
+    samples, _ = ingest(data_root, tasks, exclude)
+    return samples
 
 
 def _frame_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, int | None]:
