@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 from PIL import Image
 
 from dualcog import schemas
@@ -188,10 +189,12 @@ def measure(label: str, requests: int, fn, server_pid: int) -> tuple[dict, list[
 
 
 def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[str]:
-    out = run_model(model, prompts, pd.DataFrame(), work / "media", work / f"cache-{tag}")
-    if (out.status != "ok").any():
-        raise RuntimeError(f"{int((out.status != 'ok').sum())} requests failed")
-    return list(out.raw_text)
+    table = pa.Table.from_pandas(prompts, preserve_index=False)
+    out = run_model(model, table, None, work / "media", work / f"cache-{tag}")
+    failed = sum(status != "ok" for status in out["status"].to_pylist())
+    if failed:
+        raise RuntimeError(f"{failed} requests failed")
+    return out["raw_text"].to_pylist()
 
 
 def run_wire(model: dict, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
