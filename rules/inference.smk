@@ -39,8 +39,10 @@ for run_tasks, per_runs in per_run_groups().items():
             weights="results/benchmark/bootstrap_weights.parquet",
             replay=replay_sources,
         output:
-            responses=[f"results/responses/{{model}}/{task}.parquet" for task in run_tasks],
             **SCORED_RUN_OUTPUTS,
+            responses=[
+                f"results/responses/{{model}}/{task}.parquet" for task in run_tasks
+            ],
         log:
             "results/logs/infer/{model}/run.log",
         wildcard_constraints:
@@ -48,10 +50,10 @@ for run_tasks, per_runs in per_run_groups().items():
         conda:
             "../envs/dualcog.yaml"
         params:
+            **scoring_params(),
             tasks=list(run_tasks),
             settings=lambda wildcards: answer_settings(
                 model_by_name(config, wildcards.model)
             ),
-            **scoring_params(),
         script:
             "../scripts/infer_run.py"
