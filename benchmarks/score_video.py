@@ -20,7 +20,7 @@ import random
 import pyarrow as pa
 from _timing import machine, measure, report
 
-from dualcog.schemas import PARSED, SAMPLES, conformed
+from dualcog.schemas import PARSED, SAMPLES, padded
 from dualcog.scoring import score_samples
 
 PARSES = ("strict", "compatible")
@@ -260,7 +260,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {machine()}")
     samples, parsed = synthetic(-(-args.predictions // len(PARSES)))
-    samples, parsed = conformed(samples, SAMPLES), conformed(parsed, PARSED)
+    samples, parsed = padded(samples, SAMPLES), padded(parsed, PARSED)
     convert, (s, p) = measure(
         lambda: ({n: samples[n].to_pylist() for n in samples.column_names},
                  {n: parsed[n].to_pylist() for n in parsed.column_names}), 1)  # fmt: skip

@@ -295,11 +295,19 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
 
 
 def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table`'s columns of `schema`, in its order and types: what `write_table` writes."""
+    table = table.select(schema.names)
+    if not table.schema.equals(schema, check_metadata=True):
+        table = table.cast(schema)
+    return table
+
+
+def padded(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """`table` with every column of `schema` (absent ones null), in schema order, typed."""
     for field in schema:
         if field.name not in table.column_names:
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-    return table.select(schema.names).cast(schema)
+    return conformed(table, schema)
 
 
 def write_table(
@@ -312,10 +320,7 @@ def write_table(
 
     `metadata` is added to the file's schema metadata (e.g. the result stamp).
     """
-    table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
-    table = table.select(schema.names)
-    if not table.schema.equals(schema, check_metadata=True):
-        table = table.cast(schema)
+    table = conformed(frame if isinstance(frame, pa.Table) else to_table(frame, schema), schema)
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     atomic.write_with(path, lambda tmp: pq.write_table(table, tmp))

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dualcog.schemas import PARSED, SAMPLES, conformed
+from dualcog.schemas import PARSED, SAMPLES, padded
 from dualcog.scoring.columns import bool_array, flags, single
 from dualcog.scoring.image import score_image
 from dualcog.scoring.row_source import RowSource
@@ -218,7 +218,7 @@ def score_samples(
     an atomic_behavior row. `samples` (SAMPLES) and `parsed` (PARSED) may lack the columns no
     scorer reads (SCORED_SAMPLE_COLUMNS); those count as null.
     """
-    samples, parsed = conformed(samples, SAMPLES), conformed(parsed, PARSED)
+    samples, parsed = padded(samples, SAMPLES), padded(parsed, PARSED)
     index = row_index(samples, parsed, parses)
     kinds = list(REQUEST_BY_TASK)
     kind_of_task = {
