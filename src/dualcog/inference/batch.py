@@ -1,5 +1,6 @@
-"""Batch mode of the `openai` backend (`batch: true`): a job's uncached requests through the
-provider's OpenAI Batch API instead of one by one.
+"""Batch mode of the `openai` transport (`batch: true`): a job's uncached requests through the
+provider's OpenAI Batch API instead of one by one, for the request engine
+(`dualcog.inference.engine`), whose cache, limits and rows it uses.
 
 The requests are written as JSONL batch input files (one line per request: a `custom_id`
 naming its cache key and sample id, `POST /v1/chat/completions`, and as `body` the very bytes
@@ -30,36 +31,20 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
 from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
+from dualcog.inference.engine import AttemptFailed, Engine, Job, Transport
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
 from dualcog.inference.progress import ProgressReporter
-from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
-from dualcog.inference.values import escape_lone_surrogates
 
 if TYPE_CHECKING:
-    from dualcog.inference.client import AttemptFailed, BatchClient
-    from dualcog.inference.request import RequestSettings
-
-
-class BatchRunner(Protocol):
-    """What batch mode reads of the runner whose job it sends (`openai_backend.OpenAIRunner`,
-    which imports this module)."""
-
-    model: dict[str, Any]
-    settings: RequestSettings
-    media_store: Path
-    secrets: list[str]
-
-    def _error_row(
-        self, prompt: Mapping[str, Any], error_type: str, message: str, attempts: int
-    ) -> dict[str, Any]: ...
+    from dualcog.inference.client import BatchClient
 
 
 LOG = logging.getLogger(__name__)
@@ -236,7 +221,8 @@ class BatchJob:
 
     def __init__(
         self,
-        runner: BatchRunner,
+        engine: Engine,
+        transport: Transport,
         settings: BatchSettings,
         client: BatchClient,
         writer: CacheWriter,
@@ -244,21 +230,21 @@ class BatchJob:
         folder: Path,
         task: str,
     ) -> None:
-        self.runner = runner
+        self.engine = engine
+        self.transport = transport
         self.settings = settings
         self.client = client
         self.writer = writer
         self.reporter = reporter
         self.folder = folder
         self.task = task
-        self.secrets = runner.secrets
         self.pending: dict[str, tuple[int, Mapping[str, Any]]] = {}
         # custom id -> the record of the body this process put in an input file (§11.5); a
         # result collected for a file another process wrote carries none.
         self.records: dict[str, dict[str, Any]] = {}
         # Spending limits: each request in a batch holds its estimate until its result is in
         # the cache (the model's cache folder is the records folder's parent).
-        self.limit = SpendLimit(runner.model, folder.parent, task)
+        self.limit = SpendLimit(engine.model, folder.parent, task)
         self.holds: dict[str, Spend] = {}
         self.rows: list[dict[str, Any] | None] = []
         self.started = time.monotonic()
@@ -266,12 +252,7 @@ class BatchJob:
     # --- results -------------------------------------------------------------------------
 
     def _error_fields(self, error_type: str, message: str) -> dict[str, Any]:
-        return {
-            "status": "error",
-            "error_type": error_type,
-            "error_message": scrub(escape_lone_surrogates(message), self.secrets),
-            "attempts": 1,
-        }
+        return self.engine.error_fields(error_type, message, 1)
 
     def _deliver(self, cid: str, fields: dict[str, Any]) -> None:
         """One request's result: to the cache, and to this job's rows when it is ours (a
@@ -283,7 +264,7 @@ class BatchJob:
             return
         index, prompt = entry
         fields = {**fields, **self.records.pop(cid, {})}
-        row = response_row(prompt, self.runner.settings.run_name, "openai", **fields)
+        row = self.engine.row(prompt, **fields)
         self.rows[index] = row
         self.writer.put(key, sample_id, row)
         self.reporter.add(row["status"])
@@ -300,13 +281,12 @@ class BatchJob:
                     continue
                 index, prompt = self.pending.pop(cid)
                 cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
-                name = self.runner.settings.run_name
-                self.rows[index] = response_row(prompt, name, "openai", **cached)
+                self.rows[index] = self.engine.row(prompt, **cached)
                 self.reporter.add("ok", cached=True)
 
     def _line_fields(self, batch_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
         """One output or error file line -> the fields of its row."""
-        from dualcog.inference.client import AttemptFailed, decode_reply, status_failure
+        from dualcog.inference.client import decode_reply, status_failure
 
         response = item.get("response")
         if isinstance(response, dict) and isinstance(response.get("status_code"), int):
@@ -429,12 +409,12 @@ class BatchJob:
                     decision.text
                     if isinstance(decision, Refusal)
                     else "not sent: with the requests in flight of model "
-                    f"{self.runner.settings.run_name}, the next request could pass its limit "
+                    f"{self.engine.settings.run_name}, the next request could pass its limit "
                     f"({self.limit.state_text()})"
                 )
                 self.reporter.message(f"{refused}; the rest is not sent")
             index, prompt = self.pending.pop(cid)
-            self.rows[index] = self.runner._error_row(prompt, BUDGET_EXHAUSTED, refused, 0)
+            self.rows[index] = self.engine.error_row(prompt, BUDGET_EXHAUSTED, refused, 0)
             self.reporter.add("error")
         return admitted
 
@@ -445,18 +425,13 @@ class BatchJob:
     ) -> Iterator[tuple[Path, list[str]]]:
         """Batch input files of at most `max_requests` lines and `max_bytes` bytes each, each
         locked until the caller is done with it (so `_remove_leftovers` leaves it alone)."""
-        from dualcog.inference.request import encode_request_body, request_body
-
-        runner = self.runner
         path = Path()
         handle: Any = None
         ids: list[str] = []
         size = 0
         try:
             for cid, prompt in items:
-                body = encode_request_body(
-                    request_body(runner.outgoing(prompt)[0], runner.settings, runner.media_store)
-                )
+                body = self.transport.body(prompt)  # the bytes the direct path would send
                 line = b"".join((
                     b'{"custom_id": ', json.dumps(cid).encode(),
                     b', "method": "POST", "url": "/v1/chat/completions", "body": ', body, b"}\n",
@@ -469,7 +444,7 @@ class BatchJob:
                         "this model without `batch`",
                     ))  # fmt: skip
                     continue
-                self.records[cid] = runner.sent_record(prompt, body)  # what the line holds
+                self.records[cid] = self.transport.record(prompt, body)  # what the line holds
                 full = len(ids) >= self.settings.max_requests
                 if handle is not None and (full or size + len(line) > self.settings.max_bytes):
                     handle.flush()
@@ -494,8 +469,6 @@ class BatchJob:
 
     def _submit(self, path: Path, ids: list[str]) -> BatchRecord | None:
         """Upload one input file, record it, create its batch, record the batch id."""
-        from dualcog.inference.client import AttemptFailed
-
         try:
             try:
                 file_id = self.client.upload(path)
@@ -521,8 +494,6 @@ class BatchJob:
     def _confirm(self, record: BatchRecord, look_up: bool) -> bool:
         """Make sure `record` names a created batch: (`look_up`) find the one a killed process
         created from its file, else create it. False (record handled) when that fails."""
-        from dualcog.inference.client import AttemptFailed
-
         try:
             batch = None
             if look_up:
@@ -595,9 +566,7 @@ class BatchJob:
         return taken
 
     def _poll(self, records: list[BatchRecord]) -> None:
-        from dualcog.inference.client import AttemptFailed
-
-        runner_settings = self.runner.settings
+        send = self.engine.settings
         delay = self.settings.poll_s
         failures: dict[str, int] = {}
         last: dict[str, str] = {}
@@ -615,8 +584,9 @@ class BatchJob:
                         continue
                 except AttemptFailed as failure:
                     failures[batch_id] = failures.get(batch_id, 0) + 1
-                    if failure.retryable and failures[batch_id] <= runner_settings.max_retries:
-                        LOG.warning("%s (will poll again)", scrub(str(failure), self.secrets))
+                    if failure.retryable and failures[batch_id] <= send.max_retries:
+                        message = scrub(str(failure), self.engine.secrets)
+                        LOG.warning("%s (will poll again)", message)
                         continue
                     records.remove(record)
                     self._fail(record, failure)
@@ -645,7 +615,7 @@ class BatchJob:
 
     def run(
         self,
-        jobs: list[tuple[int, Mapping[str, Any], str]],
+        jobs: list[Job],
         rows: list[dict[str, Any] | None],
     ) -> None:
         self.rows = rows
@@ -706,26 +676,21 @@ def _batch_errors(batch: Mapping[str, Any]) -> str:
 
 
 def run_batches(
-    runner: BatchRunner,
-    jobs: list[tuple[int, Mapping[str, Any], str]],
+    engine: Engine,
+    transport: Transport,
+    client: BatchClient,
+    jobs: list[Job],
     rows: list[dict[str, Any] | None],
     writer: CacheWriter,
     reporter: ProgressReporter,
     cache_dir: Path,
     task: str,
 ) -> None:
-    """Answer `jobs` (index, prompt, cache key) of one task through the Batch API: their
-    rows land in `rows` by index and in the cache through `writer`."""
-    from dualcog.inference.client import BatchClient
-
-    settings = batch_settings(runner.model)
+    """Answer `jobs` (index, prompt, cache key) of one task through the Batch API with
+    `client`: their rows land in `rows` by index and in the cache through `writer`."""
+    settings = batch_settings(engine.model)
     if settings is None:
-        raise ValueError(f"model {runner.settings.run_name!r} is not in batch mode")
-    request = runner.settings
-    client = BatchClient(request.api_base, request.api_key, request.timeout_s, request.max_retries)
-    folder = model_cache_dir(cache_dir, request.run_name) / RECORD_FOLDER
+        raise ValueError(f"model {engine.settings.run_name!r} is not in batch mode")
+    folder = model_cache_dir(cache_dir, engine.settings.run_name) / RECORD_FOLDER
     reporter.restart()
-    try:
-        BatchJob(runner, settings, client, writer, reporter, folder, task).run(jobs, rows)
-    finally:
-        client.close()
+    BatchJob(engine, transport, settings, client, writer, reporter, folder, task).run(jobs, rows)

@@ -26,7 +26,6 @@ import os
 import socket
 import ssl
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ import anyio
 import httpx2
 import openai
 
-from dualcog.inference.failures import is_transient_status
+from dualcog.inference.engine import AttemptFailed, Reply
 from dualcog.inference.values import escape_lone_surrogates
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
@@ -62,44 +61,6 @@ def tls_context() -> ssl.SSLContext:
 tls_context()  # at import, with the rest of the HTTP stack (as aiohttp builds its own)
 
 
-@dataclass
-class Reply:
-    content: str
-    reasoning_text: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    reasoning_tokens: int | None
-    total_tokens: int | None
-    finish_reason: str | None
-    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
-    refusal: str | None = None  # message.refusal: the provider declined to answer
-
-    def row_fields(self) -> dict[str, Any]:
-        """The RESPONSES fields of an answered request (direct and batch paths alike)."""
-        return {
-            "raw_text": self.content,
-            "reasoning_text": self.reasoning_text,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "finish_reason": self.finish_reason,
-            "cached_tokens": self.cached_tokens,
-            "refusal": self.refusal,
-        }
-
-
-class AttemptFailed(Exception):
-    """One failed attempt: `error_type` as stored in RESPONSES, whether to retry, Retry-After."""
-
-    def __init__(
-        self, error_type: str, message: str, retryable: bool, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -119,16 +80,16 @@ def decode_reply(data: bytes) -> Reply:
         payload = json.loads(data)
     except ValueError as error:  # not JSON, or not UTF-8
         raise AttemptFailed(
-            "bad_response", f"the 200 reply is not JSON ({type(error).__name__})", True
+            "bad_response", f"the 200 reply is not JSON ({type(error).__name__})"
         ) from None
     if not isinstance(payload, dict):
-        raise AttemptFailed("bad_response", "the 200 reply is not a JSON object", True)
+        raise AttemptFailed("bad_response", "the 200 reply is not a JSON object")
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise AttemptFailed("bad_response", "the completion has no choices", True)
+        raise AttemptFailed("bad_response", "the completion has no choices")
     message = choices[0].get("message")
     if not isinstance(message, dict):
-        raise AttemptFailed("bad_response", "the first choice has no message", True)
+        raise AttemptFailed("bad_response", "the first choice has no message")
     # An empty or null content stays empty: never fall back to a reasoning field.
     content = message.get("content")
     content = escape_lone_surrogates(content) if isinstance(content, str) else ""
@@ -222,17 +183,15 @@ def classify(error: Exception, url: str = "") -> AttemptFailed:
             cause, aiohttp.ServerTimeoutError
         ):
             detail = f"{type(cause).__name__}: {cause}"
-            return AttemptFailed(
-                "connection", f"{connection_cause(cause)}: {where} ({detail})", True
-            )
+            return AttemptFailed("connection", f"{connection_cause(cause)}: {where} ({detail})")
         cause = cause.__cause__
     if isinstance(error, httpx2.TimeoutException):
-        return AttemptFailed("timeout", f"timed out: {where} ({text})", True)
+        return AttemptFailed("timeout", f"timed out: {where} ({text})")
     if isinstance(error, httpx2.TransportError | OSError):
-        return AttemptFailed("connection", f"{connection_cause(error)}: {where} ({text})", True)
+        return AttemptFailed("connection", f"{connection_cause(error)}: {where} ({text})")
     # Anything else from the stack (a body it cannot decode, a protocol error) is an
     # unusable reply: retried like a 5xx.
-    return AttemptFailed("bad_response", text, True)
+    return AttemptFailed("bad_response", text)
 
 
 def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
@@ -246,9 +205,8 @@ def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
             detail = message
     except ValueError:
         pass
-    retryable = is_transient_status(status)
     text = f"HTTP {status}: {escape_lone_surrogates(detail)}"
-    return AttemptFailed(f"http_{status}", text, retryable, retry_after_seconds(headers))
+    return AttemptFailed(f"http_{status}", text, retry_after_seconds(headers))
 
 
 def _dropped_before_reply(error: BaseException) -> bool:
@@ -362,15 +320,13 @@ class BatchClient:
             response = error.response
             failed = status_failure(response.status_code, response.content, response.headers)
         elif isinstance(error, openai.APITimeoutError):
-            failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}", True)
+            failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}")
         elif isinstance(error, openai.APIConnectionError):
             cause = connection_cause(error)
-            failed = AttemptFailed("connection", f"{cause} ({type(error).__name__}: {error})", True)
+            failed = AttemptFailed("connection", f"{cause} ({type(error).__name__}: {error})")
         else:  # a reply the SDK could not read
-            failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}", True)
-        return AttemptFailed(
-            failed.error_type, f"{what}: {failed}", failed.retryable, failed.retry_after
-        )
+            failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}")
+        return AttemptFailed(failed.error_type, f"{what}: {failed}", failed.retry_after)
 
     def _call(self, what: str, call: Any) -> Any:
         try:
