@@ -1,4 +1,5 @@
-"""One Chat Completions attempt, classified into a reply or a failure.
+"""One Chat Completions attempt, classified into a reply or a failure: the wire of the `openai`
+transport (`dualcog.inference.openai_backend`); `Reply` and `AttemptFailed` are the engine's.
 
 The body is serialised once by us and posted with the `openai` SDK's own HTTP client,
 `DefaultAioHttpClient` (aiohttp's connection pool, TLS, proxies from the environment).
@@ -7,7 +8,8 @@ models are skipped: at high concurrency they cost more CPU than the whole HTTP e
 (benchmarks/inference_throughput.py). We decode the reply ourselves, so a 200 whose body
 is not JSON, has no choices or cannot be decoded is a `bad_response` failure like any
 other, never an exception that escapes; a status other than 200 is `http_<status>` with
-the provider's error message, retried when it is transient (`dualcog.inference.failures`).
+the provider's error message, which the engine retries when it is transient
+(`dualcog.inference.failures`).
 
 `BatchClient` makes the few calls of batch mode (`dualcog.inference.batch`) through the SDK's
 typed methods: a handful per batch, so their CPU cost does not matter.
