@@ -1,14 +1,16 @@
-"""Batch mode of the `openai` transport (`batch: true`): a job's uncached requests through the
-provider's OpenAI Batch API instead of one by one, for the request engine
-(`dualcog.inference.engine`), whose cache, limits and rows it uses.
+"""Batch mode (`batch: true`) of the request engine (`dualcog.inference.engine`): a job's
+uncached requests through a provider's batch interface instead of one by one, with the engine's
+cache, spending limits and rows. The provider's side is a `Batcher` (upload an input file,
+submit a batch of it, find one, poll, collect its results); the OpenAI Batch API is the first
+(`dualcog.inference.client.BatchClient`, for the `openai` transport).
 
-The requests are written as JSONL batch input files (one line per request: a `custom_id`
-naming its cache key and sample id, `POST /v1/chat/completions`, and as `body` the very bytes
-the direct path would send), split at `batch_max_requests` and `batch_max_bytes`, uploaded and
-submitted (`dualcog.inference.client.BatchClient`). The job then polls its batches until each
-ends; completed lines are decoded like a direct reply (`decode_reply`) and written to the
-response cache as ordinary rows, failed or expired ones become ordinary error rows, which the
-next run sends again (not cached as answers).
+The requests are written as batch input files (one line per request, `Batcher.line`: a
+`custom_id` naming its cache key and sample id, and the very bytes of the body the direct path
+would send), split at `batch_max_requests` and `batch_max_bytes`, uploaded and submitted. The
+job then polls its batches until each ends; each result is decoded like a direct reply and
+written to the response cache as an ordinary row; failed, expired or missing ones become
+ordinary error rows, which the next run sends again (not cached as answers). A request answered
+twice keeps its first ok answer.
 
 Crash safety: each batch has a record in `<cache_dir>/<model>/batches/`, a small append-only
 JSONL file holding the input file id and the custom ids (first line) and then the batch id,
@@ -16,7 +18,7 @@ each line fsynced before the next step, so the batch id is on disk before any wa
 holds an exclusive `flock` on each record it works on (released by the kernel when it dies);
 after a kill a rerun finds the record, takes it over and resumes polling the same batch. A
 process killed between creating a batch and recording its id leaves the input file id: the
-rerun looks the batch up by it (`batches.list`) before creating one, so no batch is submitted
+rerun looks the batch up by it (`Batcher.find`) before creating one, so no batch is submitted
 twice. A record is removed once its rows are in the cache (fsynced).
 """
 
@@ -29,34 +31,79 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
 from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
-from dualcog.inference.engine import AttemptFailed, Engine, Job, Transport
+from dualcog.inference.engine import AttemptFailed, Engine, Job, Reply, Transport
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
 from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.scrubbing import scrub
 
-if TYPE_CHECKING:
-    from dualcog.inference.client import BatchClient
-
-
 LOG = logging.getLogger(__name__)
 
 RECORD_FOLDER = "batches"
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 POLL_GROWTH = 1.5  # the poll interval grows by this while a batch's counts stay the same
-# error_type of a request a batch gave no result for, by the batch's final status: an expired
-# window is a timeout; a failed or cancelled batch, or a missing line, an unusable reply.
-MISSING_ERROR_TYPE = {"expired": "timeout"}
 # A request larger than a whole batch file: sending it again cannot help (not transient).
 TOO_LARGE = "too_large"
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """A batch as its provider reported it at a poll."""
+
+    batch_id: str
+    status: str  # the provider's word: "in_progress", "completed", "expired", ...
+    ended: bool  # no more results will come: collect them
+    counts: str  # progress in a reader's words: "3/10 done, 1 failed"
+    raw: Mapping[str, Any] = field(default_factory=dict)  # what `collect` reads
+
+    @property
+    def text(self) -> str:
+        return f"{self.status}, {self.counts}"
+
+
+# One result line: where it is (for warnings), its custom id (None: unreadable), its outcome.
+Result = tuple[str, str | None, Reply | AttemptFailed]
+
+
+class Batcher(Protocol):
+    """A provider's batch interface. Each call that fails raises `AttemptFailed`, classified
+    like a direct attempt (a transient one is tried again at the next poll or run)."""
+
+    def line(self, custom_id: str, body: bytes) -> bytes:
+        """One request as a line of a batch input file, newline included."""
+        ...
+
+    def upload(self, path: Path) -> str:
+        """Upload a batch input file; its id."""
+        ...
+
+    def submit(self, input_file_id: str, metadata: dict[str, str]) -> str:
+        """Create the batch of an uploaded file; its id."""
+        ...
+
+    def find(self, input_file_id: str, since: float) -> str | None:
+        """The id of the batch made from `input_file_id` (created after `since`, a time
+        stamp), if there is one: what a process killed before recording it left behind."""
+        ...
+
+    def poll(self, batch_id: str) -> BatchState: ...
+
+    def collect(self, state: BatchState) -> Iterator[Result]:
+        """The results of an ended batch, one per line it returned."""
+        ...
+
+    def missing(self, state: BatchState) -> AttemptFailed:
+        """The failure of a request an ended batch returned no result for."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class BatchPending(DualCogError):
@@ -207,24 +254,16 @@ class BatchRecord:
             self.fd = -1
 
 
-def _counts_text(batch: Mapping[str, Any]) -> str:
-    counts = batch.get("request_counts") or {}
-    return (
-        f"{counts.get('completed', 0)}/{counts.get('total', 0)} done, "
-        f"{counts.get('failed', 0)} failed"
-    )
-
-
 class BatchJob:
-    """One job's requests through the Batch API: resume its recorded batches, submit the
-    rest, poll until all end, write every result to the cache."""
+    """One job's requests through a `Batcher`: resume its recorded batches, submit the rest,
+    poll until all end, write every result to the cache."""
 
     def __init__(
         self,
         engine: Engine,
         transport: Transport,
         settings: BatchSettings,
-        client: BatchClient,
+        batcher: Batcher,
         writer: CacheWriter,
         reporter: ProgressReporter,
         folder: Path,
@@ -233,7 +272,7 @@ class BatchJob:
         self.engine = engine
         self.transport = transport
         self.settings = settings
-        self.client = client
+        self.batcher = batcher
         self.writer = writer
         self.reporter = reporter
         self.folder = folder
@@ -284,67 +323,35 @@ class BatchJob:
                 self.rows[index] = self.engine.row(prompt, **cached)
                 self.reporter.add("ok", cached=True)
 
-    def _line_fields(self, batch_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
-        """One output or error file line -> the fields of its row."""
-        from dualcog.inference.client import decode_reply, status_failure
+    def _fields(self, outcome: Reply | AttemptFailed) -> dict[str, Any]:
+        if isinstance(outcome, AttemptFailed):
+            return self._error_fields(outcome.error_type, str(outcome))
+        return {"status": "ok", "attempts": 1, **outcome.row_fields()}
 
-        response = item.get("response")
-        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
-            body = json.dumps(response.get("body")).encode()
-            try:
-                if response["status_code"] != 200:
-                    raise status_failure(response["status_code"], body, {})
-                reply = decode_reply(body)
-            except AttemptFailed as failure:
-                return self._error_fields(failure.error_type, f"batch {batch_id}: {failure}")
-            return {"status": "ok", "attempts": 1, **reply.row_fields()}
-        error = item.get("error")
-        error = error if isinstance(error, dict) else {}
-        code = str(error.get("code") or "no result")
-        message = f"batch {batch_id}: {code}: {error.get('message') or 'no response'}"
-        return self._error_fields("timeout" if code == "batch_expired" else "bad_response", message)
-
-    def _collect(self, record: BatchRecord, batch: Mapping[str, Any]) -> None:
+    def _collect(self, record: BatchRecord, state: BatchState) -> None:
         """Every request of an ended batch -> a row in the cache; then the record goes."""
-        batch_id = str(batch["id"])
+        batch_id = state.batch_id
         results: dict[str, dict[str, Any]] = {}
         seen: dict[str, str] = {}  # custom_id -> where its kept line is
         duplicates = 0
         wanted = set(record.custom_ids)
-        for field in ("output_file_id", "error_file_id"):
-            if not batch.get(field):
+        for where, cid, outcome in self.batcher.collect(state):  # downloads: may fail, retried
+            if cid is None or cid not in wanted:
+                LOG.warning("batch %s: %s unreadable, skipped", batch_id, where)
                 continue
-            data = self.client.content(str(batch[field]))
-            for number, line in enumerate(data.splitlines(), start=1):
-                try:
-                    item = json.loads(line) if line.strip() else None
-                except ValueError:
-                    item = None
-                cid = item.get("custom_id") if isinstance(item, dict) else None
-                if not isinstance(cid, str) or cid not in wanted:
-                    if line.strip():
-                        LOG.warning("batch %s: %s line %d unreadable, skipped", batch_id,
-                                    field, number)  # fmt: skip
+            fields = self._fields(outcome)
+            if cid in results:
+                # A custom_id answered twice: an ok answer is never dropped (the first ok
+                # line wins; an error line only stands where no line is ok).
+                duplicates += 1
+                replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
+                LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
+                            batch_id, cid, where, seen[cid],
+                            where if replace else seen[cid])  # fmt: skip
+                if not replace:
                     continue
-                fields = self._line_fields(batch_id, item)  # type: ignore[arg-type]
-                where = f"{field} line {number}"
-                if cid in results:
-                    # A custom_id answered twice: an ok answer is never dropped (the first ok
-                    # line wins; an error line only stands where no line is ok).
-                    duplicates += 1
-                    replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
-                    LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
-                                batch_id, cid, where, seen[cid],
-                                where if replace else seen[cid])  # fmt: skip
-                    if not replace:
-                        continue
-                results[cid], seen[cid] = fields, where
-        status = str(batch.get("status"))
-        missing = self._error_fields(
-            MISSING_ERROR_TYPE.get(status, "bad_response"),
-            f"batch {batch_id} ended {status} without a result for this request"
-            + _batch_errors(batch),
-        )
+            results[cid], seen[cid] = fields, where
+        missing = self._fields(self.batcher.missing(state))
         for cid in record.custom_ids:
             self._deliver(cid, results.get(cid, missing))
         self.writer.sync()  # the rows are on disk before the record goes
@@ -356,7 +363,7 @@ class BatchJob:
             LOG.warning("batch %s: %d duplicate result lines; no ok answer dropped (docs/"
                         "failures.md)", batch_id, duplicates)  # fmt: skip
         self.reporter.message(
-            f"batch {batch_id} {status}: {_counts_text(batch)}{again}, "
+            f"batch {batch_id} {state.status}: {state.counts}{again}, "
             f"elapsed {format_duration(time.monotonic() - self.started)}"
         )
 
@@ -432,10 +439,7 @@ class BatchJob:
         try:
             for cid, prompt in items:
                 body = self.transport.body(prompt)  # the bytes the direct path would send
-                line = b"".join((
-                    b'{"custom_id": ', json.dumps(cid).encode(),
-                    b', "method": "POST", "url": "/v1/chat/completions", "body": ', body, b"}\n",
-                ))  # fmt: skip
+                line = self.batcher.line(cid, body)
                 if len(line) > self.settings.max_bytes:
                     self._deliver(cid, self._error_fields(
                         TOO_LARGE,
@@ -471,7 +475,7 @@ class BatchJob:
         """Upload one input file, record it, create its batch, record the batch id."""
         try:
             try:
-                file_id = self.client.upload(path)
+                file_id = self.batcher.upload(path)
             finally:
                 path.unlink(missing_ok=True)
         except AttemptFailed as failure:
@@ -495,11 +499,11 @@ class BatchJob:
         """Make sure `record` names a created batch: (`look_up`) find the one a killed process
         created from its file, else create it. False (record handled) when that fails."""
         try:
-            batch = None
+            batch_id = None
             if look_up:
-                batch = self.client.find(record.input_file_id, record.created)
-            if batch is None:
-                batch = self.client.create(
+                batch_id = self.batcher.find(record.input_file_id, record.created)
+            if batch_id is None:
+                batch_id = self.batcher.submit(
                     record.input_file_id,
                     {"dualcog_record": record.path.name, "dualcog_task": self.task},
                 )
@@ -513,7 +517,7 @@ class BatchJob:
                         self._deliver(cid, self._error_fields(failure.error_type, str(failure)))
                 record.remove()
             return False
-        record.note_batch(str(batch["id"]))
+        record.note_batch(batch_id)
         return True
 
     # --- the run -------------------------------------------------------------------------
@@ -576,8 +580,8 @@ class BatchJob:
             for record in list(records):
                 batch_id = str(record.batch_id)
                 try:
-                    batch = self.client.retrieve(batch_id)
-                    if batch.get("status") in TERMINAL:
+                    batch = self.batcher.poll(batch_id)
+                    if batch.ended:
                         self._collect(record, batch)  # downloads first: may fail, then retried
                         records.remove(record)
                         changed = True
@@ -592,9 +596,8 @@ class BatchJob:
                     self._fail(record, failure)
                     continue
                 failures.pop(batch_id, None)
-                state = f"{batch.get('status')}, {_counts_text(batch)}"
-                changed |= last.get(batch_id) != state
-                last[batch_id] = state
+                changed |= last.get(batch_id) != batch.text
+                last[batch_id] = batch.text
             now = time.monotonic()
             if records and (changed or now - reported >= self.reporter.every_s):
                 reported = now
@@ -660,25 +663,10 @@ class BatchJob:
             self.limit.close()
 
 
-def _batch_errors(batch: Mapping[str, Any]) -> str:
-    """The provider's reasons for a failed batch (e.g. its input file's validation errors)."""
-    errors = batch.get("errors")
-    data = errors.get("data") if isinstance(errors, dict) else None
-    if not isinstance(data, list) or not data:
-        return ""
-    parts = []
-    for error in data[:3]:
-        if isinstance(error, dict):
-            line = f" (line {error['line']})" if error.get("line") is not None else ""
-            parts.append(f"{error.get('code')}: {error.get('message')}{line}")
-    more = f" and {len(data) - 3} more" if len(data) > 3 else ""
-    return f" ({'; '.join(parts)}{more})"
-
-
 def run_batches(
     engine: Engine,
     transport: Transport,
-    client: BatchClient,
+    batcher: Batcher,
     jobs: list[Job],
     rows: list[dict[str, Any] | None],
     writer: CacheWriter,
@@ -686,11 +674,12 @@ def run_batches(
     cache_dir: Path,
     task: str,
 ) -> None:
-    """Answer `jobs` (index, prompt, cache key) of one task through the Batch API with
-    `client`: their rows land in `rows` by index and in the cache through `writer`."""
+    """Answer `jobs` (index, prompt, cache key) of one task through `batcher`, with bodies
+    and request records from `transport`: their rows land in `rows` by index and in the cache
+    through `writer`."""
     settings = batch_settings(engine.model)
     if settings is None:
         raise ValueError(f"model {engine.settings.run_name!r} is not in batch mode")
     folder = model_cache_dir(cache_dir, engine.settings.run_name) / RECORD_FOLDER
     reporter.restart()
-    BatchJob(engine, transport, settings, client, writer, reporter, folder, task).run(jobs, rows)
+    BatchJob(engine, transport, settings, batcher, writer, reporter, folder, task).run(jobs, rows)

@@ -11,8 +11,9 @@ other, never an exception that escapes; a status other than 200 is `http_<status
 the provider's error message, which the engine retries when it is transient
 (`dualcog.inference.failures`).
 
-`BatchClient` makes the few calls of batch mode (`dualcog.inference.batch`) through the SDK's
-typed methods: a handful per batch, so their CPU cost does not matter.
+`BatchClient` is the OpenAI Batch API as batch mode's `Batcher` (`dualcog.inference.batch`): its
+few calls go through the SDK's typed methods (a handful per batch, so their CPU cost does not
+matter), and its result lines are decoded like a direct reply.
 
 This is the only module that imports `openai`; it is imported only by a job that sends.
 """
@@ -28,6 +29,7 @@ import os
 import socket
 import ssl
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ import anyio
 import httpx2
 import openai
 
+from dualcog.inference.batch import BatchState, Result
 from dualcog.inference.engine import AttemptFailed, Reply
 from dualcog.inference.values import escape_lone_surrogates
 
@@ -298,15 +301,62 @@ BATCH_ENDPOINT = "/v1/chat/completions"
 # How far before a record's time a batch found by `BatchClient.find` may have been created
 # (clocks of the provider and of this machine differ); the listing stops there.
 FIND_MARGIN_S = 3600.0
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+# error_type of a request a batch gave no result for, by the batch's final status: an expired
+# window is a timeout; a failed or cancelled batch, or a missing line, an unusable reply.
+MISSING_ERROR_TYPE = {"expired": "timeout"}
+
+
+def _counts_text(batch: Mapping[str, Any]) -> str:
+    counts = batch.get("request_counts") or {}
+    return (
+        f"{counts.get('completed', 0)}/{counts.get('total', 0)} done, "
+        f"{counts.get('failed', 0)} failed"
+    )
+
+
+def _batch_errors(batch: Mapping[str, Any]) -> str:
+    """The provider's reasons for a failed batch (e.g. its input file's validation errors)."""
+    errors = batch.get("errors")
+    data = errors.get("data") if isinstance(errors, dict) else None
+    if not isinstance(data, list) or not data:
+        return ""
+    parts = []
+    for error in data[:3]:
+        if isinstance(error, dict):
+            line = f" (line {error['line']})" if error.get("line") is not None else ""
+            parts.append(f"{error.get('code')}: {error.get('message')}{line}")
+    more = f" and {len(data) - 3} more" if len(data) > 3 else ""
+    return f" ({'; '.join(parts)}{more})"
+
+
+def _line_outcome(batch_id: str, item: Mapping[str, Any]) -> Reply | AttemptFailed:
+    """One output or error file line -> its reply, or its failure (decoded like a direct
+    reply: `decode_reply`, `status_failure`)."""
+    response = item.get("response")
+    if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+        body = json.dumps(response.get("body")).encode()
+        try:
+            if response["status_code"] != 200:
+                raise status_failure(response["status_code"], body, {})
+            return decode_reply(body)
+        except AttemptFailed as failure:
+            return AttemptFailed(failure.error_type, f"batch {batch_id}: {failure}")
+    error = item.get("error")
+    error = error if isinstance(error, dict) else {}
+    code = str(error.get("code") or "no result")
+    message = f"batch {batch_id}: {code}: {error.get('message') or 'no response'}"
+    return AttemptFailed("timeout" if code == "batch_expired" else "bad_response", message)
 
 
 class BatchClient:
-    """The Batch API calls of batch mode: files up and down, batches created and polled.
+    """The OpenAI Batch API as a `dualcog.inference.batch.Batcher`: files up and down, batches
+    created, found and polled, their result lines decoded.
 
     Each call goes through the SDK (`files.create`, `batches.create`, `batches.retrieve`,
     `batches.list`, `files.content`) with the SDK's own retries (`max_retries`, backoff,
     `Retry-After`): a call that still fails raises `AttemptFailed`, classified like a chat
-    request's failure. Batches come back as plain dicts."""
+    request's failure."""
 
     def __init__(
         self, api_base: str | None, api_key: str, timeout_s: float, max_retries: int
@@ -347,7 +397,15 @@ class BatchClient:
             )
         return str(uploaded.id)
 
-    def create(self, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+    @staticmethod
+    def line(custom_id: str, body: bytes) -> bytes:
+        """A batch input line: the custom id, the endpoint, and the chat body's bytes as sent."""
+        return b"".join((
+            b'{"custom_id": ', json.dumps(custom_id).encode(),
+            b', "method": "POST", "url": "/v1/chat/completions", "body": ', body, b"}\n",
+        ))  # fmt: skip
+
+    def submit(self, input_file_id: str, metadata: dict[str, str]) -> str:
         batch = self._call(
             f"creating the batch of file {input_file_id}",
             lambda: self.sdk.batches.create(
@@ -357,21 +415,23 @@ class BatchClient:
                 metadata=metadata,
             ),
         )
-        return batch.model_dump()
+        return str(batch.id)
 
-    def retrieve(self, batch_id: str) -> dict[str, Any]:
+    def poll(self, batch_id: str) -> BatchState:
         batch = self._call(f"polling batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id))
-        return batch.model_dump()
+        raw = batch.model_dump()
+        status = str(raw.get("status"))
+        return BatchState(str(raw["id"]), status, status in TERMINAL, _counts_text(raw), raw)
 
-    def find(self, input_file_id: str, since: float) -> dict[str, Any] | None:
+    def find(self, input_file_id: str, since: float) -> str | None:
         """The batch made from `input_file_id`, if one was created (newest first, back to
         `since` less a margin): what a process killed between creating a batch and recording
         its id left behind."""
 
-        def search() -> dict[str, Any] | None:
+        def search() -> str | None:
             for batch in self.sdk.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
-                    return batch.model_dump()
+                    return str(batch.id)
                 if batch.created_at < since - FIND_MARGIN_S:
                     return None
             return None
@@ -383,6 +443,35 @@ class BatchClient:
             f"downloading file {file_id}", lambda: self.sdk.files.content(file_id)
         )
         return bytes(response.content)
+
+    def collect(self, state: BatchState) -> Iterator[Result]:
+        """The lines of the batch's output and error files, each file downloaded whole before
+        its lines are read."""
+        for field in ("output_file_id", "error_file_id"):
+            if not state.raw.get(field):
+                continue
+            data = self.content(str(state.raw[field]))
+            for number, line in enumerate(data.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    item = None
+                cid = item.get("custom_id") if isinstance(item, dict) else None
+                where = f"{field} line {number}"
+                if not isinstance(cid, str) or not isinstance(item, dict):
+                    yield where, None, AttemptFailed("bad_response", "unreadable")
+                    continue
+                yield where, cid, _line_outcome(state.batch_id, item)
+
+    @staticmethod
+    def missing(state: BatchState) -> AttemptFailed:
+        return AttemptFailed(
+            MISSING_ERROR_TYPE.get(state.status, "bad_response"),
+            f"batch {state.batch_id} ended {state.status} without a result for this request"
+            + _batch_errors(state.raw),
+        )
 
     def close(self) -> None:
         self.sdk.close()

@@ -14,9 +14,10 @@ why it failed:
   passed (dualcog.inference.limits). Any such row fails the job, whatever `max_error_rate`
   says, with a message naming the limit, what was spent, what is unsent and what to type.
 
-Each job of such a backend writes its outcome beside its cache (`<cache_dir>/<model>/<task>.outcome.json`)
-so that the run's final summary (`run_summary`, called from the Snakefile's `onsuccess` and
-`onerror`) can name every model with failures, the count of each error type and what to type.
+Each job of a backend that counts failures writes its outcome beside its cache
+(`<cache_dir>/<model>/<task>.outcome.json`) so that the run's final summary (`run_summary`,
+called from the Snakefile's `onsuccess` and `onerror`) can name every model with failures, the
+count of each error type and what to type.
 This module is light on purpose: the Snakefile's process imports it.
 """
 
