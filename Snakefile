@@ -1,4 +1,4 @@
-# UAV-DualCog evaluation workflow: ingest -> render -> infer -> parse -> score -> tables.
+# UAV-DualCog evaluation workflow: ingest -> render -> infer -> parse and score -> tables.
 # Rules are split by phase under rules/; the library src/dualcog/ does the work.
 
 
@@ -28,7 +28,6 @@ include: "rules/api.smk"
 include: "rules/inference.smk"
 include: "rules/shards.smk"
 include: "rules/serve.smk"
-include: "rules/parse.smk"
 include: "rules/score.smk"
 include: "rules/tables.smk"
 include: "rules/stats.smk"

@@ -35,7 +35,7 @@ from _workflow import REPO, cpu_by_rule, revision_tree, timed_snakemake
 # Inputs of the re-run jobs and everything upstream of them (so that nothing else runs).
 COPIED = ["benchmark", "media", "responses", "parsed", "scores", "metrics", "prompts",
           "explorer", "stamp.json"]  # fmt: skip
-MODEL_RULES = ["infer", "replay", "infer_run", "parse", "score", "intervals", "explorer"]
+MODEL_RULES = ["infer", "infer_run", "score", "explorer"]
 # Rules since merged into another: the baseline's jobs of both are compared with the merged
 # jobs (only the rules a tree has are forced).
 MERGED = {"intervals": "score"}
@@ -142,7 +142,7 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
     parser.add_argument(
-        "--rules", nargs="+", default=[], help="only these rules' jobs (e.g. replay parse score)"
+        "--rules", nargs="+", default=[], help="only these rules' jobs (e.g. infer_run score)"
     )
     args = parser.parse_args()
     names = model_names(args.run)

@@ -200,11 +200,29 @@ def replay_sources(wildcards):
     return input_files(model_by_name(config, wildcards.model))
 
 
-def gold_samples(wildcards):
-    """The benchmark's samples, for a per-run job whose backend reads the gold."""
-    if backend_of(model_by_name(config, wildcards.model)).reads_samples:
-        return "results/benchmark/samples.parquet"
-    return []
+# A scored run's artifacts (dualcog.evaluate.ScoredRunPaths): written by rule `score`, or by
+# the job that answers a run answered one job per run.
+SCORED_RUN_OUTPUTS = dict(
+    parsed="results/parsed/{model}.parquet",
+    run="results/parsed/{model}.run.json",
+    outcomes="results/parsed/{model}.outcomes.parquet",
+    facts="results/parsed/{model}.facts.parquet",
+    scores="results/scores/{model}.parquet",
+    metrics="results/metrics/by_model/{model}.parquet",
+    intervals="results/metrics/intervals_by_model/{model}.parquet",
+)
+
+
+def scoring_params():
+    """The settings a scored run depends on (a change reruns its job), and the run's box
+    scale."""
+    return dict(
+        bbox_scale=lambda wc: model_by_name(config, wc.model).get("bbox_scale"),
+        parser_version=PARSER_VERSION,
+        scorer_version=SCORER_VERSION,
+        stats_version=STATS_VERSION,
+        bootstrap=config["bootstrap"],
+    )
 
 
 def per_run_groups():

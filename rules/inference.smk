@@ -23,8 +23,8 @@ rule infer:
         "../scripts/infer.py"
 
 
-# Replayed and built-in runs: one job answers all of a run's tasks (one rule per distinct
-# task list; a run's change reruns only its job).
+# Replayed and built-in runs: one job answers all of a run's tasks and scores them (one rule
+# per distinct task list; a run's change reruns only its job).
 for run_tasks, per_runs in per_run_groups().items():
 
     rule:
@@ -34,10 +34,15 @@ for run_tasks, per_runs in per_run_groups().items():
             prompts=lambda wildcards, tasks=run_tasks: [
                 prompts_path(wildcards.model, task) for task in tasks
             ],
-            samples=gold_samples,
+            samples="results/benchmark/samples.parquet",
+            pairs="results/benchmark/pairs.parquet",
+            weights="results/benchmark/bootstrap_weights.parquet",
             replay=replay_sources,
         output:
-            [f"results/responses/{{model}}/{task}.parquet" for task in run_tasks],
+            **SCORED_RUN_OUTPUTS,
+            responses=[
+                f"results/responses/{{model}}/{task}.parquet" for task in run_tasks
+            ],
         log:
             "results/logs/infer/{model}/run.log",
         wildcard_constraints:
@@ -45,6 +50,7 @@ for run_tasks, per_runs in per_run_groups().items():
         conda:
             "../envs/dualcog.yaml"
         params:
+            **scoring_params(),
             tasks=list(run_tasks),
             settings=lambda wildcards: answer_settings(
                 model_by_name(config, wildcards.model)

@@ -31,27 +31,26 @@ rule bootstrap_weights:
         "../scripts/bootstrap_weights.py"
 
 
-# Scores, metrics and the metrics' bootstrap intervals of one model run, in one job: scoring
-# takes milliseconds, a separate job a start-up per model (docs/decisions.md). A change of the
-# bootstrap settings reruns this job (its params) and what reads its outputs.
+# Parses, scores, metrics and the metrics' bootstrap intervals of one model run, in one job
+# (dualcog.evaluate): each step takes milliseconds, a job a start-up. Runs answered one job
+# per run are scored by that job (rules/inference.smk). A change of the parser, the scorer or
+# the bootstrap settings reruns this job (its params) and what reads its outputs.
 rule score:
     input:
         samples="results/benchmark/samples.parquet",
         pairs="results/benchmark/pairs.parquet",
         weights="results/benchmark/bootstrap_weights.parquet",
-        parsed="results/parsed/{model}.parquet",
+        responses=responses_of,
     output:
-        scores="results/scores/{model}.parquet",
-        metrics="results/metrics/by_model/{model}.parquet",
-        intervals="results/metrics/intervals_by_model/{model}.parquet",
+        **SCORED_RUN_OUTPUTS,
     log:
         "results/logs/score/{model}.log",
+    wildcard_constraints:
+        model=names_regex([name for name in MODELS if name not in PER_RUN_RUNS]),
     conda:
         "../envs/dualcog.yaml"
     params:
-        version=SCORER_VERSION,
-        stats_version=STATS_VERSION,
-        bootstrap=config["bootstrap"],
+        **scoring_params(),
     script:
         "../scripts/score.py"
 

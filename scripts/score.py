@@ -1,53 +1,28 @@
-"""Snakemake adapter: parses of one model run -> per-sample scores, their metrics and the
-metrics' cluster-bootstrap intervals (one job per model: docs/decisions.md), in Arrow."""
+"""Snakemake adapter: one model run's raw responses -> its parses, request outcomes, response
+facts, per-sample scores, metrics and their bootstrap intervals (dualcog.evaluate)."""
 
-import pyarrow.compute as pc
-
-from dualcog.runtime import log, run_step
-from dualcog.schemas import METRICS, read_arrow, write_table
-from dualcog.scoring import (
-    SCORED_SAMPLE_COLUMNS,
-    SCORES,
-    model_metrics_table,
-    score_tables,
+from dualcog.evaluate import (
+    SAMPLE_COLUMNS,
+    ScoredRunPaths,
+    evaluate_run,
+    read_responses,
+    write_scored_run,
 )
-from dualcog.stats import (
-    CONFIDENCE_INTERVALS,
-    BootstrapSettings,
-    build_clusters,
-    model_intervals_table,
-    weights_from_table,
-)
-from dualcog.stats.clusters import CLUSTER_COLUMNS
-
-# What scoring and the clusters read of the samples: not their prompts and media lists (most
-# of the file's bytes).
-SAMPLE_COLUMNS = list(dict.fromkeys([*SCORED_SAMPLE_COLUMNS, *CLUSTER_COLUMNS]))
+from dualcog.runtime import run_step
+from dualcog.schemas import read_arrow
 
 
 def main(sm):
-    model = sm.wildcards.model
-    settings = BootstrapSettings.from_config(sm.params.bootstrap)
-    parsed = read_arrow(sm.input.parsed)
-    every = read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS)
-    samples = every.filter(pc.is_in(every["task"], pc.unique(parsed["task"])))
-    scores = score_tables(samples, parsed)
-    write_table(scores, SCORES, sm.output.scores)
-    pairs = read_arrow(sm.input.pairs)  # dual metrics read the pairs
-    tasks = pc.unique(samples["task"]).to_pylist()
-    metrics = model_metrics_table(model, tasks, scores, pairs)
-    log.info("%d metric rows", metrics.num_rows)
-    write_table(metrics, METRICS, sm.output.metrics)
-    # Clusters of the whole benchmark (every model draws the same replicates), not only of
-    # the tasks this run was scored on.
-    clusters = build_clusters(every.select(CLUSTER_COLUMNS))
-    # The replicates drawn once for every model (rule bootstrap_weights), not again here.
-    weights = weights_from_table(read_arrow(sm.input.weights), clusters, settings.replicates,
-                                 settings.seed)  # fmt: skip
-    intervals = model_intervals_table(model, scores, metrics, clusters, settings, pairs, weights)
-    log.info("%d intervals, %d replicates, seed %d", intervals.num_rows, settings.replicates,
-             settings.seed)  # fmt: skip
-    write_table(intervals, CONFIDENCE_INTERVALS, sm.output.intervals)
+    scored = evaluate_run(
+        sm.wildcards.model,
+        read_responses(sm.input.responses),
+        read_arrow(sm.input.samples, columns=SAMPLE_COLUMNS),
+        read_arrow(sm.input.pairs),
+        read_arrow(sm.input.weights),
+        sm.params.bootstrap,
+        sm.params.bbox_scale,
+    )
+    write_scored_run(scored, ScoredRunPaths.of(sm.output))
 
 
 run_step(snakemake, main)  # noqa: F821

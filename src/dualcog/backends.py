@@ -57,13 +57,14 @@ class Backend:
         assessed against `max_error_rate`, written beside the cache and reported, and a job past
         it fails so that a rerun retries (dualcog.inference.outcome). A backend whose failures
         are not counted reports success whatever its rows say.
-    run_per_model: one job per run answers all its tasks (rule `infer_run*`,
-        scripts/infer_run.py) rather than one job per (run, task) (rule `infer`,
-        scripts/infer.py): for backends that answer in milliseconds, where a job per task
-        would cost a process start-up each. Its runner gets no media store and no cache, so
-        it neither sends media nor counts failures; a sharded run still runs per task.
+    run_per_model: one job per run answers all its tasks and scores them (rule
+        `infer_run*`, scripts/infer_run.py) rather than one job per (run, task) (rule
+        `infer`, scripts/infer.py) and one to score (rule `score`): for backends that answer
+        in milliseconds, where a job per step would cost a process start-up each. Its
+        runner gets no media store and no cache, so it neither sends media nor counts
+        failures; a sharded run still runs per task.
     reads_samples: its runner reads the SAMPLES rows of the prompts' tasks (gold-aware
-        answers); a per-run job then reads the benchmark's samples too.
+        answers): the job reads every column of the samples, not only those scoring reads.
     input_field: the config field naming files the runner reads (a path or a list): they are
         Snakemake inputs of its jobs and preflight checks that they exist.
     required: config fields an entry of this backend must set.

@@ -100,8 +100,9 @@ def _location(error: jsonschema.ValidationError, config: Mapping[str, Any]) -> s
 
 
 NAME_MAX = 255  # bytes of one file name (ext4, xfs, btrfs, NFS)
-# The longest file name a run gives its name to (rules/parse.smk; tests/config/test_config.py checks
-# that no rule's is longer), written through a temporary name (dualcog.atomic).
+# The longest file name a run gives its name to (rules/common.smk, SCORED_RUN_OUTPUTS;
+# tests/config/test_config.py checks that no rule's is longer), written through a temporary
+# name (dualcog.atomic).
 LONGEST_RUN_FILE = "{model}.outcomes.parquet"
 RUN_NAME_MAX = NAME_MAX - (len(LONGEST_RUN_FILE) - len("{model}")) - TEMPORARY_NAME_EXTRA
 

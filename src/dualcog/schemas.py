@@ -294,6 +294,14 @@ def to_table(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
 
 
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table`'s columns of `schema`, in its order and types: what `write_table` writes."""
+    table = table.select(schema.names)
+    if not table.schema.equals(schema, check_metadata=True):
+        table = table.cast(schema)
+    return table
+
+
 def write_table(
     frame: pd.DataFrame | pa.Table,
     schema: pa.Schema,
@@ -304,10 +312,7 @@ def write_table(
 
     `metadata` is added to the file's schema metadata (e.g. the result stamp).
     """
-    table = frame if isinstance(frame, pa.Table) else to_table(frame, schema)
-    table = table.select(schema.names)
-    if not table.schema.equals(schema, check_metadata=True):
-        table = table.cast(schema)
+    table = conformed(frame if isinstance(frame, pa.Table) else to_table(frame, schema), schema)
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     atomic.write_with(path, lambda tmp: pq.write_table(table, tmp))

@@ -206,7 +206,7 @@ def test_sharded_run_equals_unsharded_and_resharding_sends_nothing(tmp_path: Pat
         assert server.requests == sent
         assert not server.resent_after_answer
         submitted = _submitted_rules(first)
-        assert {"assemble_shards", "parse", "score", "collect_metrics"} <= submitted
+        assert {"assemble_shards", "score", "collect_metrics"} <= submitted
         assert not {"infer", "infer_api", "infer_shard"} & submitted  # they ran here
         shard_files = sorted((first / "results/responses" / OPENAI).glob("*.shard*of3.parquet"))
         assert len(shard_files) == 3 * len(TASKS)

@@ -139,7 +139,7 @@ def _write(table: pa.Table, schema: pa.Schema, path: Path) -> str:
     return str(path)
 
 
-def test_infer_and_parse_jobs_answer_and_parse_every_prompt(tmp_path: Path) -> None:
+def test_infer_and_score_jobs_answer_and_score_every_prompt(tmp_path: Path) -> None:
     samples = build_samples()
     prompts = build_prompts(samples)
     samples_path = _write(pa.Table.from_pandas(samples), schemas.SAMPLES, tmp_path / "s.parquet")
@@ -168,46 +168,63 @@ def test_infer_and_parse_jobs_answer_and_parse_every_prompt(tmp_path: Path) -> N
         }
         for task in tasks
     ]
-    jobs.append(
+    bootstrap = {"replicates": 50, "seed": 3, "level": 0.95}
+    pairs, weights = str(tmp_path / "pairs.parquet"), str(tmp_path / "weights.parquet")
+    jobs += [
         {
-            "script": str(REPO / "scripts/infer_run.py"),
+            "script": str(REPO / f"scripts/{name}.py"),
             "config": config,
-            "wildcards": {"model": "rec"},
-            "input": {"prompts": [prompt_paths[task] for task in tasks]},
-            "output": [str(out / f"rec.{task}.parquet") for task in tasks],
-            "params": {"tasks": tasks, "settings": {}},
-            "log": str(out / "replay.log"),
+            "wildcards": {},
+            "input": {"samples": samples_path},
+            "output": [path],
+            "params": {"version": "v", "bootstrap": bootstrap},
+            "log": str(out / f"{name}.log"),
         }
-    )
-    # The same run in one job for both tasks (rule infer_run), reading the gold.
+        for name, path in (("pairs", pairs), ("bootstrap_weights", weights))
+    ]
+
+    def scored(prefix):
+        return {
+            "parsed": str(out / f"{prefix}.parsed.parquet"),
+            "run": str(out / f"{prefix}.run.json"),
+            **{
+                name: str(out / f"{prefix}.{name}.parquet")
+                for name in ("outcomes", "facts", "scores", "metrics", "intervals")
+            },
+        }
+
+    scoring = {"bootstrap": bootstrap, "bbox_scale": None}
+    scoring_inputs = {"samples": samples_path, "pairs": pairs, "weights": weights}
+    # A replayed run and the simulated run again, each answered and scored in one job (the
+    # rule for runs answered one job per run).
+    for run, prefix in (("rec", "rec"), ("sim", "sim-run")):
+        jobs.append(
+            {
+                "script": str(REPO / "scripts/infer_run.py"),
+                "config": config,
+                "wildcards": {"model": run},
+                "input": {"prompts": [prompt_paths[task] for task in tasks], **scoring_inputs},
+                "output": {
+                    "responses": [str(out / f"{prefix}.{task}.parquet") for task in tasks],
+                    **scored(prefix),
+                },
+                "params": {"tasks": tasks, "settings": {}, **scoring},
+                "log": str(out / f"{prefix}.log"),
+            }
+        )
+    # The simulated run's per-task responses scored by the `score` job.
     jobs.append(
         {
-            "script": str(REPO / "scripts/infer_run.py"),
-            "config": config,
-            "wildcards": {"model": "sim"},
-            "input": {"prompts": [prompt_paths[task] for task in tasks], "samples": samples_path},
-            "output": [str(out / f"sim-run.{task}.parquet") for task in tasks],
-            "params": {"tasks": tasks, "settings": {}},
-            "log": str(out / "infer_run.log"),
-        }
-    )
-    jobs.append(
-        {
-            "script": str(REPO / "scripts/parse.py"),
+            "script": str(REPO / "scripts/score.py"),
             "config": config,
             "wildcards": {"model": "sim"},
             "input": {
                 "responses": [str(out / f"sim.{task}.parquet") for task in tasks],
-                "samples": samples_path,
+                **scoring_inputs,
             },
-            "output": {
-                "parsed": str(out / "sim.parsed.parquet"),
-                "outcomes": str(out / "sim.outcomes.parquet"),
-                "facts": str(out / "sim.facts.parquet"),
-                "run": str(out / "run.json"),
-            },
-            "params": {"bbox_scale": None},
-            "log": str(out / "parse.log"),
+            "output": scored("sim"),
+            "params": scoring,
+            "log": str(out / "score.log"),
         }
     )
     run_jobs(tmp_path, jobs)
@@ -224,11 +241,21 @@ def test_infer_and_parse_jobs_answer_and_parse_every_prompt(tmp_path: Path) -> N
     assert (replayed["status"] == "ok").sum() == 1
     parsed = pd.read_parquet(out / "sim.parsed.parquet")
     assert len(parsed) == 3 * 2 + 2 * 2  # two image samples, two behavior samples
-    assert json.loads((out / "run.json").read_text())["scale"] == "per_mille"
+    assert json.loads((out / "sim.run.json").read_text())["scale"] == "per_mille"
     outcomes = pd.read_parquet(out / "sim.outcomes.parquet")
     assert len(outcomes) == 2 + 2 and set(outcomes["outcome"]) <= {"answered", "unparsable"}
     facts = pd.read_parquet(out / "sim.facts.parquet")
     assert len(facts) == 2 + 2 and not facts["empty"].any() and set(facts["status"]) == {"ok"}
+    metrics = pd.read_parquet(out / "sim.metrics.parquet")
+    assert {"self_position", "atomic_behavior"} <= set(metrics["task"])
+    assert metrics["value"].notna().any()
+    intervals = pd.read_parquet(out / "sim.intervals.parquet")
+    assert len(intervals) == len(metrics)
+    # A run scored by the job that answered it, and by the `score` job: the same files.
+    for name in ("parsed", "outcomes", "facts", "scores", "metrics", "intervals"):
+        ours = out / f"sim-run.{name}.parquet"
+        assert ours.read_bytes() == (out / f"sim.{name}.parquet").read_bytes(), name
+    assert json.loads((out / "rec.run.json").read_text())["stage_counts"]
 
 
 def test_ingest_job_writes_what_ingest_writes(tmp_path: Path) -> None:
@@ -437,9 +464,9 @@ def _score_world() -> tuple[pd.DataFrame, pd.DataFrame]:
     return samples_frame(samples), parsed_frame(parsed)
 
 
-def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
-    """The merged `score` job's three files (scores, metrics, intervals) hold what the
-    pandas (library) functions give for the same run."""
+def test_scoring_a_run_gives_the_library_results(tmp_path: Path) -> None:
+    """A scored run's scores, metrics and intervals (`dualcog.evaluate.score_parsed`, under
+    the weights the `bootstrap_weights` job draws) are what the pandas functions give."""
     from dualcog.scoring import PAIRS, SCORES, dual_pairs, model_metrics, score_samples
     from dualcog.stats import (
         CONFIDENCE_INTERVALS,
@@ -469,17 +496,18 @@ def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
         "params": {"version": "s", "bootstrap": bootstrap},
         "log": str(tmp_path / "bootstrap_weights.log"),
     }
-    out = {name: str(tmp_path / f"{name}.parquet") for name in ("scores", "metrics", "intervals")}
-    job = {
-        "script": str(REPO / "scripts/score.py"),
-        "config": {},
-        "wildcards": {"model": "m1"},
-        "input": inputs,
-        "output": out,
-        "params": {"version": "v", "stats_version": "s", "bootstrap": bootstrap},
-        "log": str(tmp_path / "score.log"),
-    }
-    run_jobs(tmp_path, [weights_job, job])
+    run_jobs(tmp_path, [weights_job])
+    from dualcog.evaluate import score_parsed
+
+    written = score_parsed(
+        "m1",
+        schemas.read_arrow(inputs["parsed"]),
+        schemas.read_arrow(inputs["samples"]),
+        schemas.read_arrow(inputs["pairs"]),
+        schemas.read_arrow(inputs["weights"]),
+        bootstrap,
+    )
+    out = dict(zip(("scores", "metrics", "intervals"), written, strict=True))
 
     scores = score_samples(samples, parsed)
     metrics = model_metrics("m1", samples, scores, pairs)
@@ -498,4 +526,4 @@ def test_score_job_writes_the_library_results(tmp_path: Path) -> None:
         "intervals": schemas.to_table(intervals, CONFIDENCE_INTERVALS),
     }
     for name, table in expected.items():
-        assert schemas.read_arrow(out[name]).equals(table), name
+        assert schemas.conformed(out[name], table.schema).equals(table), name
