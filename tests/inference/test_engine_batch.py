@@ -64,9 +64,6 @@ class ToyBatcher:
     def missing(self, state: BatchState) -> AttemptFailed:
         return AttemptFailed("bad_response", f"batch {state.batch_id}: no result")
 
-    def close(self) -> None:
-        pass
-
 
 BATCHER = ToyBatcher()
 

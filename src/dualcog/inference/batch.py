@@ -73,8 +73,9 @@ Result = tuple[str, str | None, Reply | AttemptFailed]
 
 
 class Batcher(Protocol):
-    """A provider's batch interface. Each call that fails raises `AttemptFailed`, classified
-    like a direct attempt (a transient one is tried again at the next poll or run)."""
+    """A provider's batch interface (its owner, the transport, closes it). Each call that fails
+    raises `AttemptFailed`, classified like a direct attempt (a transient one is tried again at
+    the next poll or run)."""
 
     def line(self, custom_id: str, body: bytes) -> bytes:
         """One request as a line of a batch input file, newline included."""
@@ -102,8 +103,6 @@ class Batcher(Protocol):
     def missing(self, state: BatchState) -> AttemptFailed:
         """The failure of a request an ended batch returned no result for."""
         ...
-
-    def close(self) -> None: ...
 
 
 class BatchPending(DualCogError):
