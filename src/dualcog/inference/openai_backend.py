@@ -5,8 +5,8 @@ The transport builds each body (`dualcog.inference.request`, PROTOCOL §11), wit
 size-limited route needs re-encoded first (§11.4), records what shaped it (§11.5), and sends
 it with `dualcog.inference.client.ChatClient`, the wire and the decoding of replies (the only
 module importing `openai`, imported when a job first sends). `batch: true` goes through the
-OpenAI Batch API instead (`dualcog.inference.batch`). Cache, limits, budgets, retries and
-progress are the engine's.
+OpenAI Batch API instead: batch mode (`dualcog.inference.batch`) with `client.BatchClient` as
+its batcher. Cache, limits, budgets, retries and progress are the engine's.
 """
 
 from __future__ import annotations
