@@ -1,6 +1,7 @@
 """Several real processes on one model: shards sharing one cache, `kill -9` and resume,
 budgets (rpm, concurrency) shared by all of a model's jobs, and no `openai` import offline.
-The `kill -9` tests run over each transport of the request engine (`openai`, the toy API)."""
+The concurrency and `kill -9` tests run over each transport of the request engine (`openai`,
+the toy API)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from loopback_server import LoopbackServer, Reply, assert_rate_limited, echo_reply
+from loopback_server import LoopbackServer, Reply, assert_rate_limited
 from transports import Wire
 
 from dualcog import schemas
@@ -202,7 +203,7 @@ def test_rpm_limit_holds_across_a_models_jobs(work):
     assert_rate_limited(arrivals, 8, 2.0)
 
 
-def test_concurrency_holds_across_a_models_jobs(work):
+def test_concurrency_holds_across_a_models_jobs(wire, work):
     in_flight = [0, 0]  # now, peak
     lock = threading.Lock()
 
@@ -213,10 +214,10 @@ def test_concurrency_holds_across_a_models_jobs(work):
         time.sleep(0.15)
         with lock:
             in_flight[0] -= 1
-        return echo_reply(body, count)
+        return wire.api.echo(body, count)
 
-    with LoopbackServer(counting) as server:
-        run_task_processes(work, base_model(server, concurrency=2), 6)
+    with wire.server(counting) as server:
+        run_task_processes(work, wire_model(wire, server, concurrency=2), 6)
         assert server.requests == 18
     assert in_flight[1] == 2  # never the 6 that three separate budgets would allow
 
