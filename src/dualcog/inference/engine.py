@@ -29,6 +29,7 @@ import functools
 import random
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,9 +140,10 @@ class Sender(Protocol):
     async def close(self) -> None: ...
 
 
-class Transport:
-    """What a backend provides the engine: subclass it, override `body` and `connect` (and
-    what else its API needs), and name `transport_runner(YourTransport)` as its runner."""
+class Transport(ABC):
+    """What a backend provides the engine: subclass it, write `body` and `connect` (and
+    override what else its API needs), and name `transport_runner(YourTransport)` as its
+    runner."""
 
     def __init__(self, model: Mapping[str, Any], media_store: Path) -> None:
         self.model = dict(model)
@@ -157,10 +159,11 @@ class Transport:
     ) -> None:
         """Called once before anything is sent, with the prompts to send and the SAMPLES rows
         by sample id; raise to send nothing."""
+        return None  # nothing to prepare unless the API needs it
 
+    @abstractmethod
     def body(self, prompt: Mapping[str, Any]) -> bytes:
         """The request body of one prompt; run in a thread, so it may read files."""
-        raise NotImplementedError
 
     def inline_body(self, prompt: Mapping[str, Any]) -> bytes | None:
         """The body when it is cheap enough to build on the event loop; None: use `body`."""
@@ -170,9 +173,9 @@ class Transport:
         """The request record of a sent body (`schemas.RECORD_FIELDS`); missing ones are null."""
         return {}
 
+    @abstractmethod
     async def connect(self, pool: int, timeout_s: float) -> Sender:
         """A sender for up to `pool` requests at once, each given up after `timeout_s`."""
-        raise NotImplementedError
 
     def batch(
         self,
