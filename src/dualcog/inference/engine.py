@@ -188,7 +188,8 @@ class Transport(ABC):
         task: str,
     ) -> None:
         """Answer `jobs` through the provider's batch interface (`batch: true`): their rows go
-        into `rows` by index and into the cache through `writer`."""
+        into `rows` by index and into the cache through `writer`. A transport with one hands
+        its `dualcog.inference.batch.Batcher` to `run_batches` with these arguments."""
         raise ValueError(f"model {self.model.get('name')!r}: its backend has no batch mode")
 
 
