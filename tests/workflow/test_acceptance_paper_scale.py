@@ -97,8 +97,8 @@ def test_console_is_bounded_and_ends_with_a_summary(paper_run) -> None:
     assert size <= CONSOLE_LIMIT, f"{size:,} bytes of console output"
     longest = max(map(len, text.splitlines()))
     assert longest < 2_000, f"a console line of {longest:,} characters"
-    assert re.search(r"start parse \(model=sim-run-01-Instant\)", text)
-    assert re.search(r"done  parse \(model=sim-run-01-Instant\) in \d", text)
+    assert re.search(r"start infer_run \(model=sim-run-01-Instant\)", text)
+    assert re.search(r"done  infer_run \(model=sim-run-01-Instant\) in \d", text)
     assert re.search(r"\d+ of \d+ jobs done \(\d+%\), elapsed .*, ETA ", text)
     assert "run summary" in text and "results/tables/" in text
 

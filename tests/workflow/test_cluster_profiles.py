@@ -68,7 +68,7 @@ def test_the_profile_reaches_the_jobs(tmp_path) -> None:
     result = run_snakemake(tmp_path, "--dry-run", "--profile", str(PROFILE), env=env)
     job = r"^(?:local)?rule (\w+):.*?\n    resources: ([^\n]*)"
     jobs = dict(re.findall(job, result.stdout, re.M | re.S))
-    assert "slurm_account=acct-x" in jobs["parse"] and "slurm_partition=cpu-x" in jobs["parse"]
+    assert "slurm_account=acct-x" in jobs["score"] and "slurm_partition=cpu-x" in jobs["score"]
     assert "slurm_partition=egress-x" in jobs["infer_api"] and "runtime=2880" in jobs["infer_api"]
     assert "cpus_per_task=8" in jobs["prepare_images"] and "mem_mb=16000" in jobs["prepare_images"]
 
