@@ -199,12 +199,14 @@ def run_ours(model: dict, prompts: pd.DataFrame, work: Path, tag: str) -> list[s
 
 def run_wire(model: dict, prompts: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
     from dualcog.inference.client import ChatClient
+    from dualcog.inference.engine import send_settings
 
     settings = request_settings(model)
     rows = prompts.to_dict("records")
 
     async def main() -> list[str]:
-        client = ChatClient(settings.api_base, settings.api_key, settings.timeout_s, concurrency)
+        timeout_s = send_settings(model).timeout_s
+        client = ChatClient(settings.api_base, settings.api_key, timeout_s, concurrency)
         texts: list[str] = [""] * len(rows)
         queue = iter(range(len(rows)))
 

@@ -1,4 +1,5 @@
-"""A real OpenAI-compatible HTTP server on loopback, for client and workflow tests."""
+"""A real HTTP server on loopback, for client and workflow tests: OpenAI-compatible Chat
+Completions, or the toy API of tests/inference/toy_transport.py (`TOY_API`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from dualcog.inference.budget import JITTER_GUARD_S
@@ -33,19 +35,52 @@ def completion(text: str | None, **message: object) -> dict:
     }
 
 
-def echo_reply(body: dict, count: int) -> Reply:
-    """200 with a text naming the prompt, so each row can be checked against its sample."""
-    user_text = body["messages"][-1]["content"][0]["text"]
-    return 200, completion(f'{{"echo":"{user_text}"}}'), {}
-
-
 def request_marker(body: dict) -> str:
     """Identifies a request by its messages (two prompts may share a text, not media)."""
     return hashlib.sha1(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Api:
+    """What the server speaks: the path it answers, how a 200 answer with a text looks and how
+    to tell one, the prompt text of a request body, and which request a body is (`marker`)."""
+
+    path: str
+    answer: Callable[[str], dict]  # text -> the 200 payload, 11 prompt and 7 completion tokens
+    is_answer: Callable[[dict], bool]
+    prompt_text: Callable[[dict], str]
+    marker: Callable[[dict], str]
+
+    def answered(self, status: int, payload: dict | bytes) -> bool:
+        """A complete answer: a 200 whose payload has the API's answer shape."""
+        return status == 200 and isinstance(payload, dict) and self.is_answer(payload)
+
+    def echo(self, body: dict, count: int) -> Reply:
+        """200 with a text naming the prompt, so each row can be checked against its sample."""
+        return 200, self.answer(f'{{"echo":"{self.prompt_text(body)}"}}'), {}
+
+
+OPENAI_API = Api(
+    "/v1/chat/completions",
+    completion,
+    lambda payload: bool(payload.get("choices")) and "message" in payload["choices"][0],
+    lambda body: body["messages"][-1]["content"][0]["text"],
+    request_marker,
+)
+echo_reply = OPENAI_API.echo  # what most openai tests' servers answer
+TOY_API = Api(
+    "/v1/answer",
+    lambda text: {"text": text, "tokens": [11, 7]},
+    lambda payload: (
+        isinstance(payload.get("text"), str) and isinstance(payload.get("tokens"), list)
+    ),
+    lambda body: body["prompt"],
+    lambda body: hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest(),
+)
+
+
 class LoopbackServer:
-    """POST /v1/chat/completions on 127.0.0.1; `responder(body, n_for_this_prompt)` decides.
+    """POST `api.path` on 127.0.0.1; `responder(body, n_for_this_prompt)` decides.
 
     Records every body, its headers and arrival time, and which requests (`request_marker`)
     got a complete answer
@@ -53,8 +88,11 @@ class LoopbackServer:
     that, which a client with a working cache must never do.
     """
 
-    def __init__(self, responder: Callable[[dict, int], Reply] = echo_reply) -> None:
-        self.responder = responder
+    def __init__(
+        self, responder: Callable[[dict, int], Reply] | None = None, api: Api = OPENAI_API
+    ) -> None:
+        self.api = api
+        self.responder = responder or api.echo
         self.bodies: list[dict] = []
         self.raw_bodies: list[bytes] = []  # the bytes as they arrived (request records)
         self.headers: list[dict] = []
@@ -75,12 +113,12 @@ class LoopbackServer:
                     server.bodies.append(body)
                     server.raw_bodies.append(raw)
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    marker = request_marker(body)
+                    marker = server.api.marker(body)
                     server.per_prompt[marker] = server.per_prompt.get(marker, 0) + 1
                     count = server.per_prompt[marker]
                     if marker in server.answered:
                         server.resent_after_answer.append(marker)
-                if self.path != "/v1/chat/completions":
+                if self.path != server.api.path:
                     status, payload, headers = 404, {"error": {"message": "no route"}}, {}
                 else:
                     status, payload, headers = server.responder(body, count)
@@ -99,9 +137,7 @@ class LoopbackServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client timed out and left
-                choices = payload.get("choices") if isinstance(payload, dict) else None
-                answered = status == 200 and bool(choices) and "message" in choices[0]
-                if answered and not headers.get("X-Delay"):
+                if server.api.answered(status, payload) and not headers.get("X-Delay"):
                     with server.lock:
                         server.answered.add(marker)
 

@@ -3,7 +3,8 @@
 The rest of the code asks a model's backend for a property (`backend_of(model).sends_media`,
 `is_served(model)`, ...) and never compares backend names; tests/inference/test_backends.py
 checks that no backend name is compared outside this module. Adding a backend is one
-`register(Backend(...))` here plus its runner (docs/extending.md).
+`register(Backend(...))` here plus its runner (docs/extending.md); the runner of a backend that
+calls an API is `dualcog.inference.engine.transport_runner` of its transport.
 
 A runner is named as "module:function" and imported when a job first runs it, so that offline
 and replayed jobs never load the HTTP stack. Its signature is `Runner`: the model's config

@@ -293,12 +293,12 @@ def test_a_record_without_a_created_batch_is_submitted_on_resume(
 ):
     from dualcog.inference.client import BatchClient
 
-    def killed(self: BatchClient, input_file_id: str, metadata: dict) -> dict:
+    def killed(self: BatchClient, input_file_id: str, metadata: dict) -> str:
         raise KeyboardInterrupt  # killed after the record, before `batches.create`
 
     with BatchServer() as server:
         with monkeypatch.context() as patched:
-            patched.setattr(BatchClient, "create", killed)
+            patched.setattr(BatchClient, "submit", killed)
             with pytest.raises(KeyboardInterrupt):
                 run(batch_model(server), make_prompts(3), media_store, tmp_path)
         assert server.creates == 0 and len(records(tmp_path)) == 1

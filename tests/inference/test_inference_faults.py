@@ -1,6 +1,7 @@
-"""Fault injection against a real HTTP server on loopback: every fault ends in an answer or
-an error row of the right kind, never an exception; nothing answered is sent twice; keys
-never reach a row, the cache or a log."""
+"""Fault injection against a real HTTP server on loopback, for each transport of the request
+engine (transports.py: `openai`, and the toy API added by docs/extending.md's recipe): every
+fault ends in an answer or an error row of the right kind, never an exception; nothing answered
+is sent twice; keys never reach a row, the cache or a log."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import logging
 
 import pandas as pd
 import pytest
-from loopback_server import LoopbackServer, Reply, completion, echo_reply
+from loopback_server import LoopbackServer, Reply, completion
 from test_inference_openai import SECRET, make_model, make_prompts, run
+from transports import TRANSPORTS, Wire
 
 from dualcog import schemas
 from dualcog.inference import cache_path
 from dualcog.inference.cache import ResponseCache
 from dualcog.inference.outcome import assess, is_transient
 
-pytestmark = pytest.mark.usefixtures("api_key_env")
+pytestmark = pytest.mark.usefixtures("api_key_env", "toy_registered")
 
 
 @pytest.fixture
@@ -25,47 +27,50 @@ def api_key_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DUALCOG_TEST_KEY", SECRET)
 
 
-def first_fails(reply: Reply, times: int = 1):
+def first_fails(wire: Wire, reply: Reply, times: int = 1):
     """A responder failing each prompt's first `times` attempts with `reply`, then answering."""
 
     def responder(body: dict, count: int) -> Reply:
-        return reply if count <= times else echo_reply(body, count)
+        return reply if count <= times else wire.api.echo(body, count)
 
     return responder
 
 
-BAD_200_BODIES = {
-    "not_json": b"<html>502 Bad Gateway</html>",
-    "invalid_utf8": b'{"choices": [{"message": {"content": "\xff\xfe"}}]}',
-    "truncated": b'{"id": "x", "choices": [{"mess',
-    "json_list": b"[1, 2]",
-}
+FAULTS = [
+    pytest.param(name, reply, id=f"{name}-{fault}")
+    for name, wire in TRANSPORTS.items()
+    for fault, reply in [
+        *wire.transient.items(),
+        *((fault, (200, body, {})) for fault, body in wire.bad_200.items()),
+    ]
+]
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        pytest.param((429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}), id="429"),
-        pytest.param((500, {"error": {"message": "boom"}}, {}), id="500"),
-        pytest.param((503, {"error": {"message": "overloaded"}}, {}), id="503"),
-        pytest.param((408, {"error": {"message": "timeout"}}, {}), id="408"),
-        pytest.param((200, {"id": "x", "choices": []}, {}), id="empty_choices"),
-        pytest.param((200, {"id": "x", "choices": [{"index": 0}]}, {}), id="no_message"),
-        *[pytest.param((200, body, {}), id=name) for name, body in BAD_200_BODIES.items()],
-    ],
-)
-def test_transient_faults_are_retried_to_an_answer(reply, media_store, tmp_path):
-    with LoopbackServer(first_fails(reply, times=2)) as server:
-        out = run(make_model(server, max_retries=2), make_prompts(3), media_store, tmp_path / "c")
+@pytest.mark.parametrize(("transport", "reply"), FAULTS)
+def test_transient_faults_are_retried_to_an_answer(transport, reply, media_store, tmp_path):
+    wire = TRANSPORTS[transport]
+    with wire.server(first_fails(wire, reply, times=2)) as server:
+        out = run(wire.model(server, max_retries=2), make_prompts(3), media_store, tmp_path / "c")
     assert list(out.status) == ["ok"] * 3 and list(out.attempts) == [3] * 3
     assert list(out.raw_text) == [f'{{"echo":"prompt {i:03d}"}}' for i in range(3)]
+    assert list(out.backend) == [transport] * 3
     assert server.requests == 9 and not server.resent_after_answer
 
 
-@pytest.mark.parametrize("name", sorted(BAD_200_BODIES))
-def test_bad_200_that_never_heals_is_a_transient_bad_response_row(name, media_store, tmp_path):
-    with LoopbackServer(lambda b, n: (200, BAD_200_BODIES[name], {})) as server:
-        out = run(make_model(server, max_retries=1), make_prompts(2), media_store, tmp_path / "c")
+BAD_200 = [
+    pytest.param(name, fault, id=f"{name}-{fault}")
+    for name, wire in TRANSPORTS.items()
+    for fault in sorted(wire.bad_200)
+]
+
+
+@pytest.mark.parametrize(("transport", "fault"), BAD_200)
+def test_bad_200_that_never_heals_is_a_transient_bad_response_row(
+    transport, fault, media_store, tmp_path
+):
+    wire = TRANSPORTS[transport]
+    with wire.server(lambda b, n: (200, wire.bad_200[fault], {})) as server:
+        out = run(wire.model(server, max_retries=1), make_prompts(2), media_store, tmp_path / "c")
     assert list(out.status) == ["error", "error"]
     assert list(out.error_type) == ["bad_response"] * 2 and list(out.attempts) == [2, 2]
     assert out.raw_text.isna().all() and server.requests == 4
@@ -73,40 +78,92 @@ def test_bad_200_that_never_heals_is_a_transient_bad_response_row(name, media_st
     assert outcome.failed and outcome.transient == 2
 
 
-def test_retry_after_is_honoured(media_store, tmp_path):
-    with LoopbackServer(first_fails((429, {}, {"Retry-After": "0.4"}))) as server:
-        model = make_model(server, max_retries=1, retry_backoff_s=0.001, concurrency=1)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_retry_after_is_honoured(transport, media_store, tmp_path):
+    wire = TRANSPORTS[transport]
+    with wire.server(first_fails(wire, wire.slow_down(0.4))) as server:
+        model = wire.model(server, max_retries=1, retry_backoff_s=0.001, concurrency=1)
         out = run(model, make_prompts(1), media_store, tmp_path / "c")
     assert out.status.iloc[0] == "ok" and out.attempts.iloc[0] == 2
     assert server.arrivals[1] - server.arrivals[0] >= 0.4
 
 
-def test_timeouts_then_answer(media_store, tmp_path):
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_timeouts_then_answer(transport, media_store, tmp_path):
+    wire = TRANSPORTS[transport]
+
     def responder(body: dict, count: int) -> Reply:
         if count == 1:
-            return 200, completion("late"), {"X-Delay": "0.6"}
-        return echo_reply(body, count)
+            return 200, wire.api.answer("late"), {"X-Delay": "0.6"}
+        return wire.api.echo(body, count)
 
-    with LoopbackServer(responder) as server:
-        model = make_model(server, timeout=0.2, max_retries=1)
+    with wire.server(responder) as server:
+        model = wire.model(server, timeout=0.2, max_retries=1)
         out = run(model, make_prompts(2), media_store, tmp_path / "c")
     assert list(out.status) == ["ok", "ok"] and list(out.attempts) == [2, 2]
 
 
-def test_401_echoing_the_key_is_a_permanent_error_without_the_key(media_store, tmp_path, caplog):
-    def responder(body: dict, count: int) -> Reply:
-        return 401, {"error": {"message": f"Incorrect API key provided: {SECRET}"}}, {}
-
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_refusal_echoing_the_key_is_a_permanent_error_without_the_key(
+    transport, media_store, tmp_path, caplog
+):
+    wire = TRANSPORTS[transport]
+    refusal = wire.refusal(f"Incorrect API key provided: {SECRET}")
     cache = tmp_path / "c"
-    with caplog.at_level(logging.DEBUG), LoopbackServer(responder) as server:
-        out = run(make_model(server, max_retries=3), make_prompts(2), media_store, cache)
+    with caplog.at_level(logging.DEBUG), wire.server(lambda b, n: refusal) as server:
+        out = run(wire.model(server, max_retries=3), make_prompts(2), media_store, cache)
     assert server.requests == 2  # permanent: not retried
-    assert list(out.error_type) == ["http_401", "http_401"]
+    assert list(out.error_type) == [wire.refusal_type] * 2
     assert all("Incorrect API key" in m and SECRET not in m for m in out.error_message)
     assert SECRET not in caplog.text
     assert SECRET not in cache_path(cache, "Qwen3-VL-8B-Instant", "behavior").read_text()
     outcome = assess({"name": "m"}, "behavior", out.status, out.error_type)
     assert not outcome.failed and outcome.permanent == 2
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_fault_mix_ends_in_answers_and_a_rerun_sends_only_what_failed(
+    transport, media_store, tmp_path
+):
+    """Eight prompts, each with its own faults: slowed down, failing twice in a row, unusable
+    replies, a timeout, a permanent refusal, and a fault past the retries; the job fails for
+    the last one, and the rerun sends that and the refused prompt only."""
+    wire = TRANSPORTS[transport]
+    transient = list(wire.transient.values())
+    bad = (200, next(iter(wire.bad_200.values())), {})
+    late = (200, wire.api.answer("late"), {"X-Delay": "0.6"})
+    faults = {  # prompt -> the replies of its first attempts; then it is answered
+        0: [],
+        1: [wire.slow_down(0)],
+        2: transient[:2],
+        3: [bad, transient[-1]],
+        4: [late],
+        5: [wire.refusal("no")] * 9,
+        6: [transient[0]] * 3,  # one more failure than max_retries allows
+        7: [wire.slow_down(0), bad],
+    }
+
+    def responder(body: dict, count: int) -> Reply:
+        index = int(wire.api.prompt_text(body).split()[-1])
+        return faults[index][count - 1] if count <= len(faults[index]) else wire.api.echo(body, 0)
+
+    cache = tmp_path / "c"
+    with wire.server(responder) as server:
+        model = wire.model(server, max_retries=2, timeout=0.3, concurrency=3)
+        out = run(model, make_prompts(8), media_store, cache)
+        assert server.requests == 1 + 2 + 3 + 3 + 2 + 1 + 3 + 3
+        assert list(out.status) == ["ok"] * 5 + ["error"] * 2 + ["ok"]
+        assert list(out.attempts) == [1, 2, 3, 3, 2, 1, 3, 3]
+        assert out.error_type[5] == wire.refusal_type and is_transient(out.error_type[6])
+        outcome = assess(model, "behavior", out.status, out.error_type)
+        assert outcome.failed and (outcome.transient, outcome.permanent) == (1, 1)
+        again = run(model, make_prompts(8), media_store, cache)
+        # Prompt 6 is answered now (its fourth attempt), prompt 5 refused once more.
+        assert server.requests == 18 + 2 and not server.resent_after_answer
+    assert list(again.status) == ["ok"] * 5 + ["error"] + ["ok"] * 2
+    assert list(again.raw_text[again.status == "ok"]) == [
+        f'{{"echo":"prompt {i:03d}"}}' for i in (0, 1, 2, 3, 4, 6, 7)
+    ]
 
 
 def test_lone_surrogates_are_stored_escaped_and_parse(media_store, tmp_path):

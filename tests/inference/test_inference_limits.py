@@ -1,5 +1,6 @@
 """Spending limits (`cost_limit`, `token_limit`), cached-input prices and refusal texts: the
-ledger and reservation arithmetic on hand-computed cases, then a real loopback server."""
+ledger and reservation arithmetic on hand-computed cases, then a real loopback server, for each
+transport of the request engine (transports.py)."""
 
 from __future__ import annotations
 
@@ -167,12 +168,12 @@ def test_cost_limit_needs_prices_at_validation():
 
 
 def test_cost_limit_stops_the_run_fails_the_job_and_a_raised_limit_resumes(
-    server, media_store, tmp_path
+    wire, wire_server, media_store, tmp_path
 ):
-    cache = tmp_path / "cache"
+    server, cache = wire_server, tmp_path / "cache"
     prompts = make_prompts(6)
     # No estimate configured: the first request goes alone, the next ones at the mean.
-    model = make_model(server, prices=PRICES, cost_limit=0.1, concurrency=2)
+    model = wire.model(server, prices=PRICES, cost_limit=0.1, concurrency=2)
     out = run(model, prompts, media_store, cache)
     # First request alone (nothing known), then $0.032 each: 3 x 0.032 = 0.096 <= 0.1 and a
     # fourth would make 0.128.
@@ -215,9 +216,11 @@ def test_cost_limit_stops_the_run_fails_the_job_and_a_raised_limit_resumes(
     assert list(resumed.raw_text[sent.index]) == list(sent.raw_text)  # from the cache
 
 
-def test_token_limit_with_an_estimate_and_the_spend_of_earlier_runs(server, media_store, tmp_path):
-    cache = tmp_path / "cache"
-    model = make_model(server, token_limit=80, estimated_tokens_per_request=18, concurrency=4)
+def test_token_limit_with_an_estimate_and_the_spend_of_earlier_runs(
+    wire, wire_server, media_store, tmp_path
+):
+    server, cache = wire_server, tmp_path / "cache"
+    model = wire.model(server, token_limit=80, estimated_tokens_per_request=18, concurrency=4)
     # 3 x 18 = 54 tokens.
     out = run(model, make_prompts(3), media_store, cache)
     assert server.requests == 3 and (out.status == "ok").all()
@@ -228,18 +231,18 @@ def test_token_limit_with_an_estimate_and_the_spend_of_earlier_runs(server, medi
     assert sorted(more.status) == ["error", "error", "error", "ok"]
 
 
-def test_two_runners_of_one_model_at_once_share_the_limit(media_store, tmp_path):
+def test_two_runners_of_one_model_at_once_share_the_limit(wire, media_store, tmp_path):
     import threading
     import time
 
     def slow(body: dict, count: int) -> Reply:
         time.sleep(0.05)
-        return 200, completion("A"), {}
+        return 200, wire.api.answer("A"), {}
 
     cache = tmp_path / "cache"
     outs: dict[str, pd.DataFrame] = {}
-    with LoopbackServer(slow) as server:
-        model = make_model(server, token_limit=90, estimated_tokens_per_request=18)
+    with wire.server(slow) as server:
+        model = wire.model(server, token_limit=90, estimated_tokens_per_request=18)
 
         def job(task: str) -> None:
             outs[task] = run(model, make_prompts(6, task=task), media_store, cache)

@@ -373,14 +373,14 @@ def test_media_are_read_off_the_event_loop_and_memoized_media_skip_the_thread(
     # Nothing memoized: the first body is built in a thread, where its media are read; the
     # second prompt's media are memoized by then.
     run(model, make_prompts(2), media_store, cache)
-    assert hops == ["_body"] and len(reads) == 3 and not any(reads)
+    assert hops == ["body"] and len(reads) == 3 and not any(reads)
     # Every medium memoized: no file read, no thread.
     out = run(model, make_prompts(3, "visibility"), media_store, cache)
-    assert hops == ["_body"] and len(reads) == 3
+    assert hops == ["body"] and len(reads) == 3
     # Memoized media past the size bound (videos) are encoded in the thread all the same.
     monkeypatch.setattr(openai_backend, "INLINE_MEDIA_CHARS", 0)
     again = run(model, make_prompts(3, "self_position"), media_store, cache)
-    assert hops == ["_body"] * 4 and len(reads) == 3
+    assert hops == ["body"] * 4 and len(reads) == 3
     assert list(again.raw_text) == list(out.raw_text)
     assert server.bodies[2:5] == server.bodies[5:8]  # the same bytes either way
     media.clear_media_memo()

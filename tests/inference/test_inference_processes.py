@@ -1,5 +1,7 @@
 """Several real processes on one model: shards sharing one cache, `kill -9` and resume,
-budgets (rpm, concurrency) shared by all of a model's jobs, and no `openai` import offline."""
+budgets (rpm, concurrency) shared by all of a model's jobs, and no `openai` import offline.
+The concurrency and `kill -9` tests run over each transport of the request engine (`openai`,
+the toy API)."""
 
 from __future__ import annotations
 
@@ -17,13 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from frames import arrow
-from loopback_server import (
-    LoopbackServer,
-    Reply,
-    assert_rate_limited,
-    echo_reply,
-    request_marker,
-)
+from loopback_server import LoopbackServer, Reply, assert_rate_limited
+from transports import Wire
 
 from dualcog import schemas
 from dualcog.inference import cache_path, media_path, run_model
@@ -32,15 +29,20 @@ from dualcog.inference import cache_path, media_path, run_model
 pytestmark = pytest.mark.integration
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+HERE = Path(__file__).resolve().parent  # toy_transport.py
 IMAGE_KEY = "aa" + "1" * 62
 
-# A child process: run_model on the prompts of `prompts.parquet` whose index is in argv.
+# A child process: run_model on the prompts of `prompts.parquet` whose index is in argv, with
+# the toy API backend registered as a test registers it.
 CHILD = """
 import json, sys
 from collections import Counter
 from pathlib import Path
+from toy_transport import TOY
+from dualcog.backends import register
 from dualcog.inference import run_model
 from dualcog.schemas import read_arrow
+register(TOY)
 work = Path(sys.argv[1])
 model = json.loads((work / "model.json").read_text())
 prompts = read_arrow(work / "prompts.parquet")
@@ -84,7 +86,7 @@ def child(work: Path, indices: list[int] | None = None) -> subprocess.Popen:
     args = [sys.executable, "-c", CHILD, str(work)]
     if indices is not None:
         args.append(",".join(map(str, indices)))
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(SRC), str(HERE)))}
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -98,6 +100,12 @@ def base_model(server: LoopbackServer, **extra: object) -> dict:
         "concurrency": 4,
         **extra,
     }
+
+
+def wire_model(wire: Wire, server: LoopbackServer, **extra: object) -> dict:
+    """`base_model` on `wire`'s backend."""
+    backend = {key: value for key, value in wire.fields.items() if value is not None}
+    return base_model(server, **backend, **extra)
 
 
 @pytest.fixture
@@ -132,10 +140,10 @@ def _cached_ids(work: Path) -> set[str]:
 
 
 def _sample_of(body: dict) -> str:
-    return "behavior" + re.search(r"behavior prompt (\d+)", json.dumps(body["messages"]))[1]
+    return "behavior" + re.search(r"behavior prompt (\d+)", json.dumps(body))[1]
 
 
-def test_kill_9_and_resume_resends_no_answered_request(work):
+def test_kill_9_and_resume_resends_no_answered_request(wire, work):
     """No request whose answer reached the cache is sent again after a kill -9.
 
     Timing-free: each kill waits until the cache holds a couple of waves more (an event, not a
@@ -145,10 +153,10 @@ def test_kill_9_and_resume_resends_no_answered_request(work):
 
     def slow(body: dict, count: int) -> Reply:
         time.sleep(0.3)
-        return echo_reply(body, count)
+        return wire.api.echo(body, count)
 
-    with LoopbackServer(slow) as server:
-        write_inputs(work, base_model(server), 24)
+    with wire.server(slow) as server:
+        write_inputs(work, wire_model(wire, server), 24)
         lost: set[str] = set()  # answered by the server, not in the cache when killed
         for kill in range(3):
             process = child(work)
@@ -161,7 +169,7 @@ def test_kill_9_and_resume_resends_no_answered_request(work):
             cached = _cached_ids(work)
             assert len(cached) >= target, f"kill {kill}: only {len(cached)} answers cached"
             with server.lock:
-                markers = {request_marker(b): _sample_of(b) for b in server.bodies}
+                markers = {wire.api.marker(b): _sample_of(b) for b in server.bodies}
                 answered = {markers[m] for m in server.answered}
             lost |= answered - cached
         process = child(work)
@@ -197,7 +205,7 @@ def test_rpm_limit_holds_across_a_models_jobs(work):
     assert_rate_limited(arrivals, 8, 2.0)
 
 
-def test_concurrency_holds_across_a_models_jobs(work):
+def test_concurrency_holds_across_a_models_jobs(wire, work):
     in_flight = [0, 0]  # now, peak
     lock = threading.Lock()
 
@@ -208,10 +216,10 @@ def test_concurrency_holds_across_a_models_jobs(work):
         time.sleep(0.15)
         with lock:
             in_flight[0] -= 1
-        return echo_reply(body, count)
+        return wire.api.echo(body, count)
 
-    with LoopbackServer(counting) as server:
-        run_task_processes(work, base_model(server, concurrency=2), 6)
+    with wire.server(counting) as server:
+        run_task_processes(work, wire_model(wire, server, concurrency=2), 6)
         assert server.requests == 18
     assert in_flight[1] == 2  # never the 6 that three separate budgets would allow
 
@@ -241,28 +249,28 @@ print("openai" in sys.modules, "httpx2" in sys.modules)
     assert result.stdout.split() == ["False", "False"]
 
 
-def test_spend_limits_hold_through_kill_9_at_five_random_points(work):
+def test_spend_limits_hold_through_kill_9_at_five_random_points(wire, work):
     """A request in flight at a `kill -9` may have been billed: it counts against the limits
     at its reservation (the lost ledger), so the server never bills past either limit."""
     import random
 
     billed = {"tokens": 0, "cost": 0.0}
     prices = {"input": 10.0, "output": 30.0}
-    each_cost = (11 * 10.0 + 7 * 30.0) / 1e6  # completion(): 11 prompt, 7 completion tokens
+    each_cost = (11 * 10.0 + 7 * 30.0) / 1e6  # an answer: 11 prompt, 7 completion tokens
 
     def billing(body: dict, count: int) -> Reply:
         with lock:  # billed on arrival: the provider charges whether or not the answer lands
             billed["tokens"] += 18
             billed["cost"] += each_cost
         time.sleep(0.15)
-        return echo_reply(body, count)
+        return wire.api.echo(body, count)
 
     lock = threading.Lock()
     seed = random.randrange(1 << 30)
     pick = random.Random(seed)
     note = f"seed {seed}"
-    with LoopbackServer(billing) as server:
-        model = base_model(server, token_limit=400, cost_limit=0.0085, prices=prices,
+    with wire.server(billing) as server:
+        model = wire_model(wire, server, token_limit=400, cost_limit=0.0085, prices=prices,
                            estimated_tokens_per_request=18)  # fmt: skip
         write_inputs(work, model, 40)
         for _ in range(5):

@@ -1,6 +1,7 @@
 """Inference: turn rendered prompts into raw responses (schemas.RESPONSES).
 
-Backends and what each needs are declared in `dualcog.backends`; their runners live here.
+Backends and what each needs are declared in `dualcog.backends`; their runners live here,
+those of API backends as transports of the request engine (`dualcog.inference.engine`).
 """
 
 from dualcog.inference.cache import answer_settings_json, cache_key, cache_path

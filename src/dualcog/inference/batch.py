@@ -1,13 +1,16 @@
-"""Batch mode of the `openai` backend (`batch: true`): a job's uncached requests through the
-provider's OpenAI Batch API instead of one by one.
+"""Batch mode (`batch: true`) of the request engine (`dualcog.inference.engine`): a job's
+uncached requests through a provider's batch interface instead of one by one, with the engine's
+cache, spending limits and rows. The provider's side is a `Batcher` (upload an input file,
+submit a batch of it, find one, poll, collect its results); the OpenAI Batch API is the first
+(`dualcog.inference.client.BatchClient`, for the `openai` transport).
 
-The requests are written as JSONL batch input files (one line per request: a `custom_id`
-naming its cache key and sample id, `POST /v1/chat/completions`, and as `body` the very bytes
-the direct path would send), split at `batch_max_requests` and `batch_max_bytes`, uploaded and
-submitted (`dualcog.inference.client.BatchClient`). The job then polls its batches until each
-ends; completed lines are decoded like a direct reply (`decode_reply`) and written to the
-response cache as ordinary rows, failed or expired ones become ordinary error rows, which the
-next run sends again (not cached as answers).
+The requests are written as batch input files (one line per request, `Batcher.line`: a
+`custom_id` naming its cache key and sample id, and the very bytes of the body the direct path
+would send), split at `batch_max_requests` and `batch_max_bytes`, uploaded and submitted. The
+job then polls its batches until each ends; each result is decoded like a direct reply and
+written to the response cache as an ordinary row; failed, expired or missing ones become
+ordinary error rows, which the next run sends again (not cached as answers). A request answered
+twice keeps its first ok answer.
 
 Crash safety: each batch has a record in `<cache_dir>/<model>/batches/`, a small append-only
 JSONL file holding the input file id and the custom ids (first line) and then the batch id,
@@ -15,7 +18,7 @@ each line fsynced before the next step, so the batch id is on disk before any wa
 holds an exclusive `flock` on each record it works on (released by the kernel when it dies);
 after a kill a rerun finds the record, takes it over and resumes polling the same batch. A
 process killed between creating a batch and recording its id leaves the input file id: the
-rerun looks the batch up by it (`batches.list`) before creating one, so no batch is submitted
+rerun looks the batch up by it (`Batcher.find`) before creating one, so no batch is submitted
 twice. A record is removed once its rows are in the cache (fsynced).
 """
 
@@ -28,50 +31,78 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
 from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
+from dualcog.inference.engine import AttemptFailed, Engine, Job, Reply, Transport
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
 from dualcog.inference.progress import ProgressReporter
-from dualcog.inference.rows import response_row
 from dualcog.inference.scrubbing import scrub
-from dualcog.inference.values import escape_lone_surrogates
-
-if TYPE_CHECKING:
-    from dualcog.inference.client import AttemptFailed, BatchClient
-    from dualcog.inference.request import RequestSettings
-
-
-class BatchRunner(Protocol):
-    """What batch mode reads of the runner whose job it sends (`openai_backend.OpenAIRunner`,
-    which imports this module)."""
-
-    model: dict[str, Any]
-    settings: RequestSettings
-    media_store: Path
-    secrets: list[str]
-
-    def _error_row(
-        self, prompt: Mapping[str, Any], error_type: str, message: str, attempts: int
-    ) -> dict[str, Any]: ...
-
 
 LOG = logging.getLogger(__name__)
 
 RECORD_FOLDER = "batches"
-TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 POLL_GROWTH = 1.5  # the poll interval grows by this while a batch's counts stay the same
-# error_type of a request a batch gave no result for, by the batch's final status: an expired
-# window is a timeout; a failed or cancelled batch, or a missing line, an unusable reply.
-MISSING_ERROR_TYPE = {"expired": "timeout"}
 # A request larger than a whole batch file: sending it again cannot help (not transient).
 TOO_LARGE = "too_large"
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """A batch as its provider reported it at a poll."""
+
+    batch_id: str
+    status: str  # the provider's word: "in_progress", "completed", "expired", ...
+    ended: bool  # no more results will come: collect them
+    counts: str  # progress in a reader's words: "3/10 done, 1 failed"
+    raw: Mapping[str, Any] = field(default_factory=dict)  # what `collect` reads
+
+    @property
+    def text(self) -> str:
+        return f"{self.status}, {self.counts}"
+
+
+# One result line: where it is (for warnings), its custom id (None: unreadable), its outcome.
+Result = tuple[str, str | None, Reply | AttemptFailed]
+
+
+class Batcher(Protocol):
+    """A provider's batch interface (its owner, the transport, closes it). Each call that fails
+    raises `AttemptFailed`, classified like a direct attempt (a transient one is tried again at
+    the next poll or run)."""
+
+    def line(self, custom_id: str, body: bytes) -> bytes:
+        """One request as a line of a batch input file, newline included."""
+        ...
+
+    def upload(self, path: Path) -> str:
+        """Upload a batch input file; its id."""
+        ...
+
+    def submit(self, input_file_id: str, metadata: dict[str, str]) -> str:
+        """Create the batch of an uploaded file; its id."""
+        ...
+
+    def find(self, input_file_id: str, since: float) -> str | None:
+        """The id of the batch made from `input_file_id` (created after `since`, a time
+        stamp), if there is one: what a process killed before recording it left behind."""
+        ...
+
+    def poll(self, batch_id: str) -> BatchState: ...
+
+    def collect(self, state: BatchState) -> Iterator[Result]:
+        """The results of an ended batch, one per line it returned."""
+        ...
+
+    def missing(self, state: BatchState) -> AttemptFailed:
+        """The failure of a request an ended batch returned no result for."""
+        ...
 
 
 class BatchPending(DualCogError):
@@ -222,43 +253,36 @@ class BatchRecord:
             self.fd = -1
 
 
-def _counts_text(batch: Mapping[str, Any]) -> str:
-    counts = batch.get("request_counts") or {}
-    return (
-        f"{counts.get('completed', 0)}/{counts.get('total', 0)} done, "
-        f"{counts.get('failed', 0)} failed"
-    )
-
-
 class BatchJob:
-    """One job's requests through the Batch API: resume its recorded batches, submit the
-    rest, poll until all end, write every result to the cache."""
+    """One job's requests through a `Batcher`: resume its recorded batches, submit the rest,
+    poll until all end, write every result to the cache."""
 
     def __init__(
         self,
-        runner: BatchRunner,
+        engine: Engine,
+        transport: Transport,
         settings: BatchSettings,
-        client: BatchClient,
+        batcher: Batcher,
         writer: CacheWriter,
         reporter: ProgressReporter,
         folder: Path,
         task: str,
     ) -> None:
-        self.runner = runner
+        self.engine = engine
+        self.transport = transport
         self.settings = settings
-        self.client = client
+        self.batcher = batcher
         self.writer = writer
         self.reporter = reporter
         self.folder = folder
         self.task = task
-        self.secrets = runner.secrets
         self.pending: dict[str, tuple[int, Mapping[str, Any]]] = {}
         # custom id -> the record of the body this process put in an input file (§11.5); a
         # result collected for a file another process wrote carries none.
         self.records: dict[str, dict[str, Any]] = {}
         # Spending limits: each request in a batch holds its estimate until its result is in
         # the cache (the model's cache folder is the records folder's parent).
-        self.limit = SpendLimit(runner.model, folder.parent, task)
+        self.limit = SpendLimit(engine.model, folder.parent, task)
         self.holds: dict[str, Spend] = {}
         self.rows: list[dict[str, Any] | None] = []
         self.started = time.monotonic()
@@ -266,12 +290,7 @@ class BatchJob:
     # --- results -------------------------------------------------------------------------
 
     def _error_fields(self, error_type: str, message: str) -> dict[str, Any]:
-        return {
-            "status": "error",
-            "error_type": error_type,
-            "error_message": scrub(escape_lone_surrogates(message), self.secrets),
-            "attempts": 1,
-        }
+        return self.engine.error_fields(error_type, message, 1)
 
     def _deliver(self, cid: str, fields: dict[str, Any]) -> None:
         """One request's result: to the cache, and to this job's rows when it is ours (a
@@ -283,7 +302,7 @@ class BatchJob:
             return
         index, prompt = entry
         fields = {**fields, **self.records.pop(cid, {})}
-        row = response_row(prompt, self.runner.settings.run_name, "openai", **fields)
+        row = self.engine.row(prompt, **fields)
         self.rows[index] = row
         self.writer.put(key, sample_id, row)
         self.reporter.add(row["status"])
@@ -300,71 +319,38 @@ class BatchJob:
                     continue
                 index, prompt = self.pending.pop(cid)
                 cached = {field: entry.get(field) for field in entry if field in CACHED_FIELDS}
-                name = self.runner.settings.run_name
-                self.rows[index] = response_row(prompt, name, "openai", **cached)
+                self.rows[index] = self.engine.row(prompt, **cached)
                 self.reporter.add("ok", cached=True)
 
-    def _line_fields(self, batch_id: str, item: Mapping[str, Any]) -> dict[str, Any]:
-        """One output or error file line -> the fields of its row."""
-        from dualcog.inference.client import AttemptFailed, decode_reply, status_failure
+    def _fields(self, outcome: Reply | AttemptFailed) -> dict[str, Any]:
+        if isinstance(outcome, AttemptFailed):
+            return self._error_fields(outcome.error_type, str(outcome))
+        return {"status": "ok", "attempts": 1, **outcome.row_fields()}
 
-        response = item.get("response")
-        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
-            body = json.dumps(response.get("body")).encode()
-            try:
-                if response["status_code"] != 200:
-                    raise status_failure(response["status_code"], body, {})
-                reply = decode_reply(body)
-            except AttemptFailed as failure:
-                return self._error_fields(failure.error_type, f"batch {batch_id}: {failure}")
-            return {"status": "ok", "attempts": 1, **reply.row_fields()}
-        error = item.get("error")
-        error = error if isinstance(error, dict) else {}
-        code = str(error.get("code") or "no result")
-        message = f"batch {batch_id}: {code}: {error.get('message') or 'no response'}"
-        return self._error_fields("timeout" if code == "batch_expired" else "bad_response", message)
-
-    def _collect(self, record: BatchRecord, batch: Mapping[str, Any]) -> None:
+    def _collect(self, record: BatchRecord, state: BatchState) -> None:
         """Every request of an ended batch -> a row in the cache; then the record goes."""
-        batch_id = str(batch["id"])
+        batch_id = state.batch_id
         results: dict[str, dict[str, Any]] = {}
         seen: dict[str, str] = {}  # custom_id -> where its kept line is
         duplicates = 0
         wanted = set(record.custom_ids)
-        for field in ("output_file_id", "error_file_id"):
-            if not batch.get(field):
+        for where, cid, outcome in self.batcher.collect(state):  # downloads: may fail, retried
+            if cid is None or cid not in wanted:
+                LOG.warning("batch %s: %s unreadable, skipped", batch_id, where)
                 continue
-            data = self.client.content(str(batch[field]))
-            for number, line in enumerate(data.splitlines(), start=1):
-                try:
-                    item = json.loads(line) if line.strip() else None
-                except ValueError:
-                    item = None
-                cid = item.get("custom_id") if isinstance(item, dict) else None
-                if not isinstance(cid, str) or cid not in wanted:
-                    if line.strip():
-                        LOG.warning("batch %s: %s line %d unreadable, skipped", batch_id,
-                                    field, number)  # fmt: skip
+            fields = self._fields(outcome)
+            if cid in results:
+                # A custom_id answered twice: an ok answer is never dropped (the first ok
+                # line wins; an error line only stands where no line is ok).
+                duplicates += 1
+                replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
+                LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
+                            batch_id, cid, where, seen[cid],
+                            where if replace else seen[cid])  # fmt: skip
+                if not replace:
                     continue
-                fields = self._line_fields(batch_id, item)  # type: ignore[arg-type]
-                where = f"{field} line {number}"
-                if cid in results:
-                    # A custom_id answered twice: an ok answer is never dropped (the first ok
-                    # line wins; an error line only stands where no line is ok).
-                    duplicates += 1
-                    replace = results[cid]["status"] != "ok" and fields["status"] == "ok"
-                    LOG.warning("batch %s: custom_id %s again at %s (first at %s); kept: %s",
-                                batch_id, cid, where, seen[cid],
-                                where if replace else seen[cid])  # fmt: skip
-                    if not replace:
-                        continue
-                results[cid], seen[cid] = fields, where
-        status = str(batch.get("status"))
-        missing = self._error_fields(
-            MISSING_ERROR_TYPE.get(status, "bad_response"),
-            f"batch {batch_id} ended {status} without a result for this request"
-            + _batch_errors(batch),
-        )
+            results[cid], seen[cid] = fields, where
+        missing = self._fields(self.batcher.missing(state))
         for cid in record.custom_ids:
             self._deliver(cid, results.get(cid, missing))
         self.writer.sync()  # the rows are on disk before the record goes
@@ -376,7 +362,7 @@ class BatchJob:
             LOG.warning("batch %s: %d duplicate result lines; no ok answer dropped (docs/"
                         "failures.md)", batch_id, duplicates)  # fmt: skip
         self.reporter.message(
-            f"batch {batch_id} {status}: {_counts_text(batch)}{again}, "
+            f"batch {batch_id} {state.status}: {state.counts}{again}, "
             f"elapsed {format_duration(time.monotonic() - self.started)}"
         )
 
@@ -429,12 +415,12 @@ class BatchJob:
                     decision.text
                     if isinstance(decision, Refusal)
                     else "not sent: with the requests in flight of model "
-                    f"{self.runner.settings.run_name}, the next request could pass its limit "
+                    f"{self.engine.settings.run_name}, the next request could pass its limit "
                     f"({self.limit.state_text()})"
                 )
                 self.reporter.message(f"{refused}; the rest is not sent")
             index, prompt = self.pending.pop(cid)
-            self.rows[index] = self.runner._error_row(prompt, BUDGET_EXHAUSTED, refused, 0)
+            self.rows[index] = self.engine.error_row(prompt, BUDGET_EXHAUSTED, refused, 0)
             self.reporter.add("error")
         return admitted
 
@@ -445,22 +431,14 @@ class BatchJob:
     ) -> Iterator[tuple[Path, list[str]]]:
         """Batch input files of at most `max_requests` lines and `max_bytes` bytes each, each
         locked until the caller is done with it (so `_remove_leftovers` leaves it alone)."""
-        from dualcog.inference.request import encode_request_body, request_body
-
-        runner = self.runner
         path = Path()
         handle: Any = None
         ids: list[str] = []
         size = 0
         try:
             for cid, prompt in items:
-                body = encode_request_body(
-                    request_body(runner.outgoing(prompt)[0], runner.settings, runner.media_store)
-                )
-                line = b"".join((
-                    b'{"custom_id": ', json.dumps(cid).encode(),
-                    b', "method": "POST", "url": "/v1/chat/completions", "body": ', body, b"}\n",
-                ))  # fmt: skip
+                body = self.transport.body(prompt)  # the bytes the direct path would send
+                line = self.batcher.line(cid, body)
                 if len(line) > self.settings.max_bytes:
                     self._deliver(cid, self._error_fields(
                         TOO_LARGE,
@@ -469,7 +447,7 @@ class BatchJob:
                         "this model without `batch`",
                     ))  # fmt: skip
                     continue
-                self.records[cid] = runner.sent_record(prompt, body)  # what the line holds
+                self.records[cid] = self.transport.record(prompt, body)  # what the line holds
                 full = len(ids) >= self.settings.max_requests
                 if handle is not None and (full or size + len(line) > self.settings.max_bytes):
                     handle.flush()
@@ -494,11 +472,9 @@ class BatchJob:
 
     def _submit(self, path: Path, ids: list[str]) -> BatchRecord | None:
         """Upload one input file, record it, create its batch, record the batch id."""
-        from dualcog.inference.client import AttemptFailed
-
         try:
             try:
-                file_id = self.client.upload(path)
+                file_id = self.batcher.upload(path)
             finally:
                 path.unlink(missing_ok=True)
         except AttemptFailed as failure:
@@ -521,14 +497,12 @@ class BatchJob:
     def _confirm(self, record: BatchRecord, look_up: bool) -> bool:
         """Make sure `record` names a created batch: (`look_up`) find the one a killed process
         created from its file, else create it. False (record handled) when that fails."""
-        from dualcog.inference.client import AttemptFailed
-
         try:
-            batch = None
+            batch_id = None
             if look_up:
-                batch = self.client.find(record.input_file_id, record.created)
-            if batch is None:
-                batch = self.client.create(
+                batch_id = self.batcher.find(record.input_file_id, record.created)
+            if batch_id is None:
+                batch_id = self.batcher.submit(
                     record.input_file_id,
                     {"dualcog_record": record.path.name, "dualcog_task": self.task},
                 )
@@ -542,7 +516,7 @@ class BatchJob:
                         self._deliver(cid, self._error_fields(failure.error_type, str(failure)))
                 record.remove()
             return False
-        record.note_batch(str(batch["id"]))
+        record.note_batch(batch_id)
         return True
 
     # --- the run -------------------------------------------------------------------------
@@ -595,9 +569,7 @@ class BatchJob:
         return taken
 
     def _poll(self, records: list[BatchRecord]) -> None:
-        from dualcog.inference.client import AttemptFailed
-
-        runner_settings = self.runner.settings
+        send = self.engine.settings
         delay = self.settings.poll_s
         failures: dict[str, int] = {}
         last: dict[str, str] = {}
@@ -607,24 +579,24 @@ class BatchJob:
             for record in list(records):
                 batch_id = str(record.batch_id)
                 try:
-                    batch = self.client.retrieve(batch_id)
-                    if batch.get("status") in TERMINAL:
+                    batch = self.batcher.poll(batch_id)
+                    if batch.ended:
                         self._collect(record, batch)  # downloads first: may fail, then retried
                         records.remove(record)
                         changed = True
                         continue
                 except AttemptFailed as failure:
                     failures[batch_id] = failures.get(batch_id, 0) + 1
-                    if failure.retryable and failures[batch_id] <= runner_settings.max_retries:
-                        LOG.warning("%s (will poll again)", scrub(str(failure), self.secrets))
+                    if failure.retryable and failures[batch_id] <= send.max_retries:
+                        message = scrub(str(failure), self.engine.secrets)
+                        LOG.warning("%s (will poll again)", message)
                         continue
                     records.remove(record)
                     self._fail(record, failure)
                     continue
                 failures.pop(batch_id, None)
-                state = f"{batch.get('status')}, {_counts_text(batch)}"
-                changed |= last.get(batch_id) != state
-                last[batch_id] = state
+                changed |= last.get(batch_id) != batch.text
+                last[batch_id] = batch.text
             now = time.monotonic()
             if records and (changed or now - reported >= self.reporter.every_s):
                 reported = now
@@ -645,7 +617,7 @@ class BatchJob:
 
     def run(
         self,
-        jobs: list[tuple[int, Mapping[str, Any], str]],
+        jobs: list[Job],
         rows: list[dict[str, Any] | None],
     ) -> None:
         self.rows = rows
@@ -690,42 +662,23 @@ class BatchJob:
             self.limit.close()
 
 
-def _batch_errors(batch: Mapping[str, Any]) -> str:
-    """The provider's reasons for a failed batch (e.g. its input file's validation errors)."""
-    errors = batch.get("errors")
-    data = errors.get("data") if isinstance(errors, dict) else None
-    if not isinstance(data, list) or not data:
-        return ""
-    parts = []
-    for error in data[:3]:
-        if isinstance(error, dict):
-            line = f" (line {error['line']})" if error.get("line") is not None else ""
-            parts.append(f"{error.get('code')}: {error.get('message')}{line}")
-    more = f" and {len(data) - 3} more" if len(data) > 3 else ""
-    return f" ({'; '.join(parts)}{more})"
-
-
 def run_batches(
-    runner: BatchRunner,
-    jobs: list[tuple[int, Mapping[str, Any], str]],
+    engine: Engine,
+    transport: Transport,
+    batcher: Batcher,
+    jobs: list[Job],
     rows: list[dict[str, Any] | None],
     writer: CacheWriter,
     reporter: ProgressReporter,
     cache_dir: Path,
     task: str,
 ) -> None:
-    """Answer `jobs` (index, prompt, cache key) of one task through the Batch API: their
-    rows land in `rows` by index and in the cache through `writer`."""
-    from dualcog.inference.client import BatchClient
-
-    settings = batch_settings(runner.model)
+    """Answer `jobs` (index, prompt, cache key) of one task through `batcher`, with bodies
+    and request records from `transport`: their rows land in `rows` by index and in the cache
+    through `writer`."""
+    settings = batch_settings(engine.model)
     if settings is None:
-        raise ValueError(f"model {runner.settings.run_name!r} is not in batch mode")
-    request = runner.settings
-    client = BatchClient(request.api_base, request.api_key, request.timeout_s, request.max_retries)
-    folder = model_cache_dir(cache_dir, request.run_name) / RECORD_FOLDER
+        raise ValueError(f"model {engine.settings.run_name!r} is not in batch mode")
+    folder = model_cache_dir(cache_dir, engine.settings.run_name) / RECORD_FOLDER
     reporter.restart()
-    try:
-        BatchJob(runner, settings, client, writer, reporter, folder, task).run(jobs, rows)
-    finally:
-        client.close()
+    BatchJob(engine, transport, settings, batcher, writer, reporter, folder, task).run(jobs, rows)

@@ -1,4 +1,5 @@
-"""One Chat Completions attempt, classified into a reply or a failure.
+"""One Chat Completions attempt, classified into a reply or a failure: the wire of the `openai`
+transport (`dualcog.inference.openai_backend`); `Reply` and `AttemptFailed` are the engine's.
 
 The body is serialised once by us and posted with the `openai` SDK's own HTTP client,
 `DefaultAioHttpClient` (aiohttp's connection pool, TLS, proxies from the environment).
@@ -7,10 +8,12 @@ models are skipped: at high concurrency they cost more CPU than the whole HTTP e
 (benchmarks/inference_throughput.py). We decode the reply ourselves, so a 200 whose body
 is not JSON, has no choices or cannot be decoded is a `bad_response` failure like any
 other, never an exception that escapes; a status other than 200 is `http_<status>` with
-the provider's error message, retried when it is transient (`dualcog.inference.failures`).
+the provider's error message, which the engine retries when it is transient
+(`dualcog.inference.failures`).
 
-`BatchClient` makes the few calls of batch mode (`dualcog.inference.batch`) through the SDK's
-typed methods: a handful per batch, so their CPU cost does not matter.
+`BatchClient` is the OpenAI Batch API as batch mode's `Batcher` (`dualcog.inference.batch`): its
+few calls go through the SDK's typed methods (a handful per batch, so their CPU cost does not
+matter), and its result lines are decoded like a direct reply.
 
 This is the only module that imports `openai`; it is imported only by a job that sends.
 """
@@ -26,7 +29,7 @@ import os
 import socket
 import ssl
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,8 @@ import anyio
 import httpx2
 import openai
 
-from dualcog.inference.failures import is_transient_status
+from dualcog.inference.batch import BatchState, Result
+from dualcog.inference.engine import AttemptFailed, Reply
 from dualcog.inference.values import escape_lone_surrogates
 
 # Separate reasoning fields used by OpenAI-compatible providers (vLLM and DeepSeek
@@ -62,44 +66,6 @@ def tls_context() -> ssl.SSLContext:
 tls_context()  # at import, with the rest of the HTTP stack (as aiohttp builds its own)
 
 
-@dataclass
-class Reply:
-    content: str
-    reasoning_text: str | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    reasoning_tokens: int | None
-    total_tokens: int | None
-    finish_reason: str | None
-    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
-    refusal: str | None = None  # message.refusal: the provider declined to answer
-
-    def row_fields(self) -> dict[str, Any]:
-        """The RESPONSES fields of an answered request (direct and batch paths alike)."""
-        return {
-            "raw_text": self.content,
-            "reasoning_text": self.reasoning_text,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "finish_reason": self.finish_reason,
-            "cached_tokens": self.cached_tokens,
-            "refusal": self.refusal,
-        }
-
-
-class AttemptFailed(Exception):
-    """One failed attempt: `error_type` as stored in RESPONSES, whether to retry, Retry-After."""
-
-    def __init__(
-        self, error_type: str, message: str, retryable: bool, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -119,16 +85,16 @@ def decode_reply(data: bytes) -> Reply:
         payload = json.loads(data)
     except ValueError as error:  # not JSON, or not UTF-8
         raise AttemptFailed(
-            "bad_response", f"the 200 reply is not JSON ({type(error).__name__})", True
+            "bad_response", f"the 200 reply is not JSON ({type(error).__name__})"
         ) from None
     if not isinstance(payload, dict):
-        raise AttemptFailed("bad_response", "the 200 reply is not a JSON object", True)
+        raise AttemptFailed("bad_response", "the 200 reply is not a JSON object")
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise AttemptFailed("bad_response", "the completion has no choices", True)
+        raise AttemptFailed("bad_response", "the completion has no choices")
     message = choices[0].get("message")
     if not isinstance(message, dict):
-        raise AttemptFailed("bad_response", "the first choice has no message", True)
+        raise AttemptFailed("bad_response", "the first choice has no message")
     # An empty or null content stays empty: never fall back to a reasoning field.
     content = message.get("content")
     content = escape_lone_surrogates(content) if isinstance(content, str) else ""
@@ -222,17 +188,15 @@ def classify(error: Exception, url: str = "") -> AttemptFailed:
             cause, aiohttp.ServerTimeoutError
         ):
             detail = f"{type(cause).__name__}: {cause}"
-            return AttemptFailed(
-                "connection", f"{connection_cause(cause)}: {where} ({detail})", True
-            )
+            return AttemptFailed("connection", f"{connection_cause(cause)}: {where} ({detail})")
         cause = cause.__cause__
     if isinstance(error, httpx2.TimeoutException):
-        return AttemptFailed("timeout", f"timed out: {where} ({text})", True)
+        return AttemptFailed("timeout", f"timed out: {where} ({text})")
     if isinstance(error, httpx2.TransportError | OSError):
-        return AttemptFailed("connection", f"{connection_cause(error)}: {where} ({text})", True)
+        return AttemptFailed("connection", f"{connection_cause(error)}: {where} ({text})")
     # Anything else from the stack (a body it cannot decode, a protocol error) is an
     # unusable reply: retried like a 5xx.
-    return AttemptFailed("bad_response", text, True)
+    return AttemptFailed("bad_response", text)
 
 
 def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
@@ -246,9 +210,8 @@ def status_failure(status: int, body: bytes, headers: Any) -> AttemptFailed:
             detail = message
     except ValueError:
         pass
-    retryable = is_transient_status(status)
     text = f"HTTP {status}: {escape_lone_surrogates(detail)}"
-    return AttemptFailed(f"http_{status}", text, retryable, retry_after_seconds(headers))
+    return AttemptFailed(f"http_{status}", text, retry_after_seconds(headers))
 
 
 def _dropped_before_reply(error: BaseException) -> bool:
@@ -338,15 +301,62 @@ BATCH_ENDPOINT = "/v1/chat/completions"
 # How far before a record's time a batch found by `BatchClient.find` may have been created
 # (clocks of the provider and of this machine differ); the listing stops there.
 FIND_MARGIN_S = 3600.0
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+# error_type of a request a batch gave no result for, by the batch's final status: an expired
+# window is a timeout; a failed or cancelled batch, or a missing line, an unusable reply.
+MISSING_ERROR_TYPE = {"expired": "timeout"}
+
+
+def _counts_text(batch: Mapping[str, Any]) -> str:
+    counts = batch.get("request_counts") or {}
+    return (
+        f"{counts.get('completed', 0)}/{counts.get('total', 0)} done, "
+        f"{counts.get('failed', 0)} failed"
+    )
+
+
+def _batch_errors(batch: Mapping[str, Any]) -> str:
+    """The provider's reasons for a failed batch (e.g. its input file's validation errors)."""
+    errors = batch.get("errors")
+    data = errors.get("data") if isinstance(errors, dict) else None
+    if not isinstance(data, list) or not data:
+        return ""
+    parts = []
+    for error in data[:3]:
+        if isinstance(error, dict):
+            line = f" (line {error['line']})" if error.get("line") is not None else ""
+            parts.append(f"{error.get('code')}: {error.get('message')}{line}")
+    more = f" and {len(data) - 3} more" if len(data) > 3 else ""
+    return f" ({'; '.join(parts)}{more})"
+
+
+def _line_outcome(batch_id: str, item: Mapping[str, Any]) -> Reply | AttemptFailed:
+    """One output or error file line -> its reply, or its failure (decoded like a direct
+    reply: `decode_reply`, `status_failure`)."""
+    response = item.get("response")
+    if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+        body = json.dumps(response.get("body")).encode()
+        try:
+            if response["status_code"] != 200:
+                raise status_failure(response["status_code"], body, {})
+            return decode_reply(body)
+        except AttemptFailed as failure:
+            return AttemptFailed(failure.error_type, f"batch {batch_id}: {failure}")
+    error = item.get("error")
+    error = error if isinstance(error, dict) else {}
+    code = str(error.get("code") or "no result")
+    message = f"batch {batch_id}: {code}: {error.get('message') or 'no response'}"
+    return AttemptFailed("timeout" if code == "batch_expired" else "bad_response", message)
 
 
 class BatchClient:
-    """The Batch API calls of batch mode: files up and down, batches created and polled.
+    """The OpenAI Batch API as a `dualcog.inference.batch.Batcher`: files up and down, batches
+    created, found and polled, their result lines decoded.
 
     Each call goes through the SDK (`files.create`, `batches.create`, `batches.retrieve`,
     `batches.list`, `files.content`) with the SDK's own retries (`max_retries`, backoff,
     `Retry-After`): a call that still fails raises `AttemptFailed`, classified like a chat
-    request's failure. Batches come back as plain dicts."""
+    request's failure."""
 
     def __init__(
         self, api_base: str | None, api_key: str, timeout_s: float, max_retries: int
@@ -362,15 +372,13 @@ class BatchClient:
             response = error.response
             failed = status_failure(response.status_code, response.content, response.headers)
         elif isinstance(error, openai.APITimeoutError):
-            failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}", True)
+            failed = AttemptFailed("timeout", f"{type(error).__name__}: {error}")
         elif isinstance(error, openai.APIConnectionError):
             cause = connection_cause(error)
-            failed = AttemptFailed("connection", f"{cause} ({type(error).__name__}: {error})", True)
+            failed = AttemptFailed("connection", f"{cause} ({type(error).__name__}: {error})")
         else:  # a reply the SDK could not read
-            failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}", True)
-        return AttemptFailed(
-            failed.error_type, f"{what}: {failed}", failed.retryable, failed.retry_after
-        )
+            failed = AttemptFailed("bad_response", f"{type(error).__name__}: {error}")
+        return AttemptFailed(failed.error_type, f"{what}: {failed}", failed.retry_after)
 
     def _call(self, what: str, call: Any) -> Any:
         try:
@@ -389,7 +397,15 @@ class BatchClient:
             )
         return str(uploaded.id)
 
-    def create(self, input_file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+    @staticmethod
+    def line(custom_id: str, body: bytes) -> bytes:
+        """A batch input line: the custom id, the endpoint, and the chat body's bytes as sent."""
+        return b"".join((
+            b'{"custom_id": ', json.dumps(custom_id).encode(),
+            b', "method": "POST", "url": "/v1/chat/completions", "body": ', body, b"}\n",
+        ))  # fmt: skip
+
+    def submit(self, input_file_id: str, metadata: dict[str, str]) -> str:
         batch = self._call(
             f"creating the batch of file {input_file_id}",
             lambda: self.sdk.batches.create(
@@ -399,21 +415,23 @@ class BatchClient:
                 metadata=metadata,
             ),
         )
-        return batch.model_dump()
+        return str(batch.id)
 
-    def retrieve(self, batch_id: str) -> dict[str, Any]:
+    def poll(self, batch_id: str) -> BatchState:
         batch = self._call(f"polling batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id))
-        return batch.model_dump()
+        raw = batch.model_dump()
+        status = str(raw.get("status"))
+        return BatchState(str(raw["id"]), status, status in TERMINAL, _counts_text(raw), raw)
 
-    def find(self, input_file_id: str, since: float) -> dict[str, Any] | None:
+    def find(self, input_file_id: str, since: float) -> str | None:
         """The batch made from `input_file_id`, if one was created (newest first, back to
         `since` less a margin): what a process killed between creating a batch and recording
         its id left behind."""
 
-        def search() -> dict[str, Any] | None:
+        def search() -> str | None:
             for batch in self.sdk.batches.list(limit=100):
                 if batch.input_file_id == input_file_id:
-                    return batch.model_dump()
+                    return str(batch.id)
                 if batch.created_at < since - FIND_MARGIN_S:
                     return None
             return None
@@ -425,6 +443,35 @@ class BatchClient:
             f"downloading file {file_id}", lambda: self.sdk.files.content(file_id)
         )
         return bytes(response.content)
+
+    def collect(self, state: BatchState) -> Iterator[Result]:
+        """The lines of the batch's output and error files, each file downloaded whole before
+        its lines are read."""
+        for field in ("output_file_id", "error_file_id"):
+            if not state.raw.get(field):
+                continue
+            data = self.content(str(state.raw[field]))
+            for number, line in enumerate(data.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    item = None
+                cid = item.get("custom_id") if isinstance(item, dict) else None
+                where = f"{field} line {number}"
+                if not isinstance(cid, str) or not isinstance(item, dict):
+                    yield where, None, AttemptFailed("bad_response", "unreadable")
+                    continue
+                yield where, cid, _line_outcome(state.batch_id, item)
+
+    @staticmethod
+    def missing(state: BatchState) -> AttemptFailed:
+        return AttemptFailed(
+            MISSING_ERROR_TYPE.get(state.status, "bad_response"),
+            f"batch {state.batch_id} ended {state.status} without a result for this request"
+            + _batch_errors(state.raw),
+        )
 
     def close(self) -> None:
         self.sdk.close()

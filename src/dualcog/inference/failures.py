@@ -1,15 +1,17 @@
 """The names of a failed request's `error_type` and which of them are worth sending again.
 
-One place for the decision that both the client's retry loop (an attempt is retried) and the
-job-outcome rules (a job with such failures fails, so a rerun sends them again) make:
-`dualcog.inference.client` and `dualcog.inference.outcome` read it.
+One place for the decision that both the request engine's retry loop (an attempt is retried)
+and the job-outcome rules (a job with such failures fails, so a rerun sends them again) make:
+`dualcog.inference.engine` and `dualcog.inference.outcome` read it. A transport classifies its
+API's failures into these names: `http_<status>` for an HTTP status, `rate_limited` for an
+API's own "slow down" that is not a 429.
 """
 
 from __future__ import annotations
 
 import re
 
-TRANSIENT_TYPES = frozenset({"timeout", "connection", "bad_response"})
+TRANSIENT_TYPES = frozenset({"timeout", "connection", "bad_response", "rate_limited"})
 BUDGET_EXHAUSTED = "budget_exhausted"  # a request a spending limit kept from being sent
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # and every 5xx
 _HTTP = re.compile(r"^http_(\d{3})$")

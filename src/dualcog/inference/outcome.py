@@ -3,20 +3,21 @@
 A request that still fails after its retries is an error row. What happens next depends on
 why it failed:
 
-- transient (`timeout`, `connection`, `bad_response`, `http_408`, `http_409`, `http_429`,
-  `http_5xx`): the server may answer next time. More than `max_error_rate` (default 0) of a
-  job's requests failing so fails the job *after* the response cache holds every answer that
-  came back, so the next plain `snakemake` run reruns the job and sends only the failed
-  requests;
+- transient (`timeout`, `connection`, `bad_response`, `rate_limited`, `http_408`, `http_409`,
+  `http_429`, `http_5xx`; `dualcog.inference.failures`, which the engine's retries read too):
+  the server may answer next time. More than `max_error_rate` (default 0) of a job's
+  requests failing so fails the job *after* the response cache holds every answer that came
+  back, so the next plain `snakemake` run reruns the job and sends only the failed requests;
 - permanent (any other `http_4xx`, e.g. 400/401/403/404/422, content refusals): sending
   again gives the same answer, so they stay `status=error` rows and the job succeeds;
 - `budget_exhausted`: not sent, because the model's `cost_limit` or `token_limit` would be
   passed (dualcog.inference.limits). Any such row fails the job, whatever `max_error_rate`
   says, with a message naming the limit, what was spent, what is unsent and what to type.
 
-Each openai job writes its outcome beside its cache (`<cache_dir>/<model>/<task>.outcome.json`)
-so that the run's final summary (`run_summary`, called from the Snakefile's `onsuccess` and
-`onerror`) can name every model with failures, the count of each error type and what to type.
+Each job of a backend that counts failures writes its outcome beside its cache
+(`<cache_dir>/<model>/<task>.outcome.json`) so that the run's final summary (`run_summary`,
+called from the Snakefile's `onsuccess` and `onerror`) can name every model with failures, the
+count of each error type and what to type.
 This module is light on purpose: the Snakefile's process imports it.
 """
 

@@ -38,11 +38,6 @@ from dualcog.tasks import VIDEO_TASKS
 # unless configured (`max_tokens: null` sends none).
 DEFAULT_TEMPERATURE = 0.2
 DEFAULT_MAX_TOKENS = 2048
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_CONCURRENCY = 4
-DEFAULT_MAX_RETRIES = 3
-DEFAULT_BACKOFF_S = 1.0
-DEFAULT_BACKOFF_MAX_S = 60.0
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,7 +53,8 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 @dataclass(frozen=True)
 class RequestSettings:
-    """Everything about a request that comes from the model config."""
+    """Everything about a request's body and endpoint that comes from the model config (how
+    requests are sent, timed and retried: `dualcog.inference.engine.SendSettings`)."""
 
     run_name: str
     base_name: str  # the route key: what the family rules and the size limit look at
@@ -70,11 +66,6 @@ class RequestSettings:
     system_prefix: str | None
     temperature: float
     max_tokens: int | None
-    timeout_s: float
-    max_retries: int
-    backoff_s: float
-    backoff_max_s: float
-    concurrency: int
     api_base: str | None
     api_key: str = field(repr=False)
 
@@ -159,11 +150,6 @@ def request_settings(model: Mapping[str, Any]) -> RequestSettings:
         system_prefix=str(system_prefix) if system_prefix else None,
         temperature=DEFAULT_TEMPERATURE if temperature is None else float(temperature),
         max_tokens=None if max_tokens is None else int(max_tokens),
-        timeout_s=float(model.get("timeout", DEFAULT_TIMEOUT_S)),
-        max_retries=int(model.get("max_retries", DEFAULT_MAX_RETRIES)),
-        backoff_s=float(model.get("retry_backoff_s", DEFAULT_BACKOFF_S)),
-        backoff_max_s=float(model.get("retry_backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
-        concurrency=max(1, int(model.get("concurrency", DEFAULT_CONCURRENCY))),
         api_base=api_base,
         api_key=api_key,
     )

@@ -46,6 +46,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import LimitExceededError
 
 from dualcog.errors import ConfigError
+from dualcog.inference.engine import DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from dualcog.inference.media import media_path
 from dualcog.inference.request import build_messages, request_settings
 from dualcog.integrations.evaluation import Answer, metric_values, score_answers
@@ -371,9 +372,9 @@ def uav_dualcog(
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         extra_body=settings.extra_body or None,
-        timeout=int(settings.timeout_s),
-        max_retries=settings.max_retries,
-        max_connections=settings.concurrency,
+        timeout=int(DEFAULT_TIMEOUT_S),  # the workflow's defaults (dualcog.inference.engine)
+        max_retries=DEFAULT_MAX_RETRIES,
+        max_connections=DEFAULT_CONCURRENCY,
     )
     return Task(
         dataset=MemoryDataset(dataset, name="UAV-DualCog", location=root),
