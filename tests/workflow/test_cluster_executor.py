@@ -35,9 +35,10 @@ PINNED = {"SOURCE_DATE_EPOCH": "1767225600"}
 # every cluster job is a Snakemake start-up of its own (two under SLURM: script and srun step).
 DEMO_MODELS = ("sim-chatty-Thinking",)
 TASKS = ["landmark_position", "landmark_visibility"]  # agent-state image, world-state video
-# Rules upstream of inference; the SLURM run groups them into one job, and the rest into another.
+# Rules upstream of inference (the pairs and the bootstrap weights too: a built-in run's job
+# scores what it answers); the SLURM run groups them into one job, and the rest into another.
 INPUT_RULES = ("ingest", "prepare_images", "prepare_videos", "render_image_prompts",
-               "render_video_prompts")  # fmt: skip
+               "render_video_prompts", "pairs", "bootstrap_weights")  # fmt: skip
 INFERENCE_RULES = ("infer", "infer_api", "infer_run", "infer_shard", "assemble_shards")
 # What every run builds: the rule writing the compared tables (metrics and stamp upstream).
 TARGET = "tables"
