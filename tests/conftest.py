@@ -19,6 +19,11 @@ pytest_plugins = ["inference_fixtures", "demo_fixtures"]
 # What a test needs besides the Python process (pyproject.toml registers them; see
 # docs/development.md for which to run when).
 SUITE_MARKERS = ("unit", "workflow", "integration")
+LONGEST_FILES = (
+    "workflow/test_acceptance_paper_scale.py",
+    "workflow/test_cluster_executor.py",
+    "inference/test_sharding.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
@@ -32,8 +37,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Snakemake takes tens of seconds, a unit file a few, so the long ones start first and the
     # short ones even out the workers' ends. (xdist's own order, most tests first, left
     # the workflow files with few tests for the end.)
+    # The files that take a worker over a minute (`--durations`, docs/performance.md) start
+    # first of all: the suite is CPU-bound, and one of them started late ends it alone.
     runs_snakemake = {item.path for item in items if item.get_closest_marker("workflow")}
-    items.sort(key=lambda item: item.path not in runs_snakemake)  # stable: keeps the order
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        longest = item.path.relative_to(TESTS).as_posix() in LONGEST_FILES
+        return (not longest, item.path not in runs_snakemake)
+
+    items.sort(key=order)  # stable: keeps the order within each class
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixtures are set up
