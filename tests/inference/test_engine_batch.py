@@ -69,8 +69,8 @@ BATCHER = ToyBatcher()
 
 
 class ToyBatchTransport(ToyTransport):
-    def batch(self, engine, jobs, rows, writer, reporter, cache_dir, task) -> None:
-        run_batches(engine, self, BATCHER, jobs, rows, writer, reporter, cache_dir, task)
+    def batch(self, engine, unsent) -> None:
+        run_batches(engine, self, BATCHER, unsent)
 
 
 run_toy_batch = transport_runner(ToyBatchTransport)

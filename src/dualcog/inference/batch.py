@@ -39,7 +39,7 @@ from dualcog.config import model_defaults
 from dualcog.console import format_duration
 from dualcog.errors import DualCogError
 from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
-from dualcog.inference.engine import AttemptFailed, Engine, Job, Reply, Transport
+from dualcog.inference.engine import AttemptFailed, Engine, Job, Reply, Transport, Unsent
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
 from dualcog.inference.progress import ProgressReporter
@@ -662,23 +662,15 @@ class BatchJob:
             self.limit.close()
 
 
-def run_batches(
-    engine: Engine,
-    transport: Transport,
-    batcher: Batcher,
-    jobs: list[Job],
-    rows: list[dict[str, Any] | None],
-    writer: CacheWriter,
-    reporter: ProgressReporter,
-    cache_dir: Path,
-    task: str,
-) -> None:
-    """Answer `jobs` (index, prompt, cache key) of one task through `batcher`, with bodies
-    and request records from `transport`: their rows land in `rows` by index and in the cache
-    through `writer`."""
+def run_batches(engine: Engine, transport: Transport, batcher: Batcher, unsent: Unsent) -> None:
+    """Answer `unsent.jobs` (index, prompt, cache key) of one task through `batcher`, with
+    bodies and request records from `transport`: their rows land in `unsent.rows` by index
+    and in the cache through `unsent.writer`."""
     settings = batch_settings(engine.model)
     if settings is None:
         raise ValueError(f"model {engine.settings.run_name!r} is not in batch mode")
-    folder = model_cache_dir(cache_dir, engine.settings.run_name) / RECORD_FOLDER
-    reporter.restart()
-    BatchJob(engine, transport, settings, batcher, writer, reporter, folder, task).run(jobs, rows)
+    folder = model_cache_dir(unsent.cache_dir, engine.settings.run_name) / RECORD_FOLDER
+    unsent.reporter.restart()
+    BatchJob(
+        engine, transport, settings, batcher, unsent.writer, unsent.reporter, folder, unsent.task
+    ).run(unsent.jobs, unsent.rows)

@@ -130,6 +130,18 @@ class Reply:
         }
 
 
+@dataclass(frozen=True)
+class Unsent:
+    """One task's requests that the cache did not answer, and where their answers go."""
+
+    jobs: list[Job]
+    rows: list[dict[str, Any] | None]  # the task's rows by prompt index, None until answered
+    writer: CacheWriter  # the response cache's background writer
+    reporter: ProgressReporter
+    cache_dir: Path
+    task: str
+
+
 class Sender(Protocol):
     """An open connection pool of a transport."""
 
@@ -177,19 +189,10 @@ class Transport(ABC):
     async def connect(self, pool: int, timeout_s: float) -> Sender:
         """A sender for up to `pool` requests at once, each given up after `timeout_s`."""
 
-    def batch(
-        self,
-        engine: Engine,
-        jobs: list[Job],
-        rows: list[dict[str, Any] | None],
-        writer: CacheWriter,
-        reporter: ProgressReporter,
-        cache_dir: Path,
-        task: str,
-    ) -> None:
-        """Answer `jobs` through the provider's batch interface (`batch: true`): their rows go
-        into `rows` by index and into the cache through `writer`. A transport with one hands
-        its `dualcog.inference.batch.Batcher` to `run_batches` with these arguments."""
+    def batch(self, engine: Engine, unsent: Unsent) -> None:
+        """Answer `unsent.jobs` through the provider's batch interface (`batch: true`): their
+        rows go into `unsent.rows` by index and into the cache through `unsent.writer`. A
+        transport with one hands its `dualcog.inference.batch.Batcher` to `run_batches`."""
         raise ValueError(f"model {self.model.get('name')!r}: its backend has no batch mode")
 
 
@@ -388,7 +391,8 @@ class Engine:
                 writer = CacheWriter(cache)
                 try:
                     if self.model.get("batch"):
-                        self.transport.batch(self, jobs, rows, writer, reporter, cache_dir, task)
+                        unsent = Unsent(jobs, rows, writer, reporter, cache_dir, task)
+                        self.transport.batch(self, unsent)
                     else:
                         # A repeat set's runs share one rate budget and concurrency: the
                         # provider's limits are the model's, not each repeat's.

@@ -17,10 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dualcog.inference.cache import CacheWriter
-from dualcog.inference.engine import Engine, Job, Sender, Transport, transport_runner
+from dualcog.inference.engine import Engine, Sender, Transport, Unsent, transport_runner
 from dualcog.inference.media import NotMemoized, memoized_data_uri
-from dualcog.inference.progress import ProgressReporter
 from dualcog.inference.request import encode_request_body, request_body, request_settings
 from dualcog.inference.values import as_list
 
@@ -93,23 +91,14 @@ class OpenAITransport(Transport):
         await ChatClient.warm_up()
         return ChatClient(self.settings.api_base, self.settings.api_key, timeout_s, pool)
 
-    def batch(
-        self,
-        engine: Engine,
-        jobs: list[Job],
-        rows: list[dict[str, Any] | None],
-        writer: CacheWriter,
-        reporter: ProgressReporter,
-        cache_dir: Path,
-        task: str,
-    ) -> None:
+    def batch(self, engine: Engine, unsent: Unsent) -> None:
         from dualcog.inference.batch import run_batches
         from dualcog.inference.client import BatchClient
 
         request, send = self.settings, engine.settings
         client = BatchClient(request.api_base, request.api_key, send.timeout_s, send.max_retries)
         try:
-            run_batches(engine, self, client, jobs, rows, writer, reporter, cache_dir, task)
+            run_batches(engine, self, client, unsent)
         finally:
             client.close()
 
