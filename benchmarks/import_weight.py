@@ -18,10 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dualcog
 
-# What a job should not load unless it uses it (each costs tens to hundreds of CPU-ms).
+# What a job should not load unless it uses it (each costs tens to hundreds of CPU-ms); the
+# two pyarrow submodules cost 25-55 CPU-ms beyond pyarrow itself, which does not load them.
 HEAVY = (
     "pandas",
     "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.parquet",
+    "av",
     "numpy",
     "openai",
     "aiohttp",
