@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -314,7 +315,6 @@ def is_video_task(task: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """`python -m dualcog.config FILE...`: validate config files, naming file and line of a
     YAML mistake (Snakemake reads `--configfile` itself and names neither; the console adds it)."""
-    import sys
 
     failed = 0
     for path in sys.argv[1:] if argv is None else argv:

@@ -17,6 +17,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from dualcog.errors import ConfigError
+from dualcog.routes import read_yaml
+
 # Snakemake's log event names (snakemake_interface_logger_plugins.common.LogEvent values).
 JOB_INFO, JOB_FINISHED, JOB_STARTED = "job_info", "job_finished", "job_started"
 PROGRESS = "progress"
@@ -160,8 +163,6 @@ def unreadable_config_detail(message: str, argv: list[str]) -> str | None:
     YAML mistake with its line and column (dualcog.routes.read_yaml); None otherwise."""
     if not any(said in message for said in UNREADABLE_CONFIG):
         return None
-    from dualcog.errors import ConfigError
-    from dualcog.routes import read_yaml
 
     problems = []
     for path in configfile_paths(argv):

@@ -33,7 +33,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dualcog.errors import ConfigError, DataError, DualCogError
+from dualcog.ingest import IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR, find_manifests
 from dualcog.tasks import REQUEST_BY_TASK, REQUEST_KINDS
+
+# huggingface_hub and its HTTP stack are imported by the functions that talk to the Hub: the
+# Snakefile imports this module, and every Snakemake start-up would load them.
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,6 @@ _HF_METADATA_DIR = Path(".cache") / "huggingface" / "download"
 def _layouts() -> dict[str, str]:
     """Manifest folders by modality. dualcog.ingest (pandas) is loaded here, not with the
     module: every stamp reads `release_stamp`, and the explorer's jobs load no pandas."""
-    from dualcog.ingest import IMAGE_MANIFEST_DIR, VIDEO_MANIFEST_DIR
 
     return {"image": IMAGE_MANIFEST_DIR, "video": VIDEO_MANIFEST_DIR}
 
@@ -533,8 +536,6 @@ def download_release(
 
 def _download(settings: DownloadSettings, progress_every_s: float) -> dict[str, Any]:
     from huggingface_hub import HfApi, snapshot_download
-
-    from dualcog.ingest import find_manifests
 
     endpoint = os.environ.get("HF_ENDPOINT", "").rstrip("/") or DEFAULT_ENDPOINT
     token = os.environ.get("HF_TOKEN") or None

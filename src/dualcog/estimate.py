@@ -26,6 +26,9 @@ import pandas as pd
 from dualcog.backends import declared
 from dualcog.prices import model_prices
 
+# The response cache (pyarrow.parquet) is imported where it is read: only for models that call an
+# API, so an estimate without one never loads it.
+
 ESTIMATE_COLUMNS = (
     "model", "task", "backend", "requests", "cached", "to_send", "source",
     "prompt_tokens_per_request", "completion_tokens_per_request", "tokens",

@@ -478,6 +478,7 @@ class _Ingestor:
         if fps and frame_count is not None:
             duration = (frame_count - 1) / fps
         else:
+            # here: media.store loads PIL; the Snakefile imports this module
             from dualcog.media.store import video_timestamp_span
 
             duration = video_timestamp_span(Path(video["resolved_path"]))

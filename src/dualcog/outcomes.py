@@ -8,12 +8,13 @@ the explorer, the tables and the leaderboard read that file. It works on Arrow t
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-if TYPE_CHECKING:
-    import numpy as np
+# pyarrow.compute is imported where a non-string column needs it (`blank_list`), dualcog.schemas
+# (which loads pyarrow.parquet) by the two table builders: the outcome rules alone load neither.
 
 # finish_reason values meaning the provider withheld the answer.
 REFUSAL_FINISH = frozenset({"content_filter", "refusal"})
@@ -23,7 +24,6 @@ REFUSAL_ERROR = re.compile(r"content[_ -]?(?:filter|policy|management)|refus", r
 
 def blank_texts(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """True where a text is null or only whitespace (`blank_list` as a numpy array)."""
-    import numpy as np
 
     return np.array(blank_list(values), dtype=bool)
 

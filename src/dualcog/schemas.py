@@ -277,7 +277,7 @@ def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.
 
 def rows_of_tasks(table: pa.Table, tasks: Iterable[str]) -> pa.Table:
     """The rows of `table` whose `task` is one of `tasks`, in order."""
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # here: only the infer and render jobs filter by task
 
     wanted = pa.array(sorted(set(tasks)), type=pa.string())
     return table.filter(pc.is_in(table.column("task"), value_set=wanted))

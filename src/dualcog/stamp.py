@@ -18,11 +18,15 @@ import os
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from dualcog import atomic
+from dualcog.backends import input_files, is_served
+from dualcog.config import model_fingerprint
 from dualcog.digests import file_digest
+from dualcog.download import release_stamp
 from dualcog.errors import ConfigError
 from dualcog.serving import facts as served_facts
 from dualcog.versions import (
@@ -33,6 +37,9 @@ from dualcog.versions import (
     SCORER_VERSION,
     TABLES_VERSION,
 )
+
+# pyarrow.parquet is imported by the functions that read Parquet: the Snakefile imports this
+# module (STAGE_VERSIONS, model_entry), and every Snakemake start-up would load pyarrow.
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 METADATA_KEY = b"dualcog.stamp"  # Parquet schema metadata key holding the stamp JSON
@@ -54,11 +61,10 @@ def project_version(root: Path = SOURCE_ROOT) -> str:
             version = tomllib.load(handle).get("project", {}).get("version")
         if version:
             return str(version)
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("dualcog")
-    except PackageNotFoundError:
+        return metadata.version("dualcog")
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 
@@ -102,8 +108,6 @@ def model_entry(model: Mapping[str, Any]) -> dict[str, Any]:
 
     `inputs` and `served` are paths, so `build_stamp` can digest and read the files.
     """
-    from dualcog.backends import input_files, is_served
-    from dualcog.config import model_fingerprint  # jsonschema and yaml: only when stamping
 
     entry = {
         "backend": model.get("backend"),
@@ -210,7 +214,6 @@ def build_stamp(
     directory). `data`: the manifests' `data_stamp` when already made (then `manifests` is
     not read).
     """
-    from dualcog.download import release_stamp  # the download's record, when data_root has one
 
     now = now or creation_time()
     if data is None:

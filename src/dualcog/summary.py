@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualcog.config import model_tasks
+
 # Extra per-model columns: (header, function of the model name -> cell text). The usage and
 # outcome summary (requests, tokens, cost; answered/truncated/refused shares) plugs in here.
 ExtraColumn = tuple[str, Callable[[str], str]]
@@ -45,7 +47,7 @@ class ModelSummary:
 
 def model_summaries(metrics: Path, responses: Mapping[str, Sequence[Path]]) -> list[ModelSummary]:
     """One summary per model of `responses` (model -> its responses files), in that order."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # here: the Snakefile's onsuccess handler imports this module
 
     # ParquetFile and plain lists, not read_table's filters or a compute filter: those import
     # pandas (pyarrow.dataset; the pandas check of a Python scalar), half a CPU second.
@@ -121,7 +123,6 @@ def print_final_summary(
     tables: Sequence[str | Path] | None = None,
 ) -> None:
     """The run summary to stderr; nothing when the run made no metrics (e.g. one target)."""
-    from dualcog.config import model_tasks
 
     metrics = results / "metrics" / "metrics.parquet"
     if not metrics.is_file():

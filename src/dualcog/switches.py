@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from dualcog.repeats import split_repeat_name
+
 # `-Thinking-High` before `-Thinking` is not needed for the match (the base is the shortest
 # prefix), but the alternatives are listed longest first for the reader.
 MODE_SUFFIX = re.compile(r"^(.+?)-(Instant|Thinking-High|Thinking|Reasoning)$")
@@ -62,7 +64,6 @@ class SwitchError(ValueError):
 def split_mode(run_name: str) -> tuple[str, str | None]:
     """(base name, suffix) of a run name; suffix None when it has none. A repeat
     (`<run>~r2`, dualcog.repeats) has its run's."""
-    from dualcog.repeats import split_repeat_name  # here: it loads the backend registry
 
     split = split_repeat_name(run_name)
     name = split[0] if split else run_name

@@ -28,10 +28,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dualcog.backends import declared
+from dualcog.config import model_tasks
 from dualcog.errors import DataError
 from dualcog.outcomes import response_facts_table
 from dualcog.prices import model_prices
-from dualcog.schemas import RESPONSE_FACTS
+from dualcog.routes import split_mode
+from dualcog.schemas import RESPONSE_FACTS, column_array
+
+# pyarrow.compute is imported by the functions that compute with it: the Snakefile's onsuccess
+# handler imports this module for `run_usage_lines`, which needs none of it.
 
 # cached_tokens: the part of prompt_tokens the provider served from its prompt cache.
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens")
@@ -122,7 +128,6 @@ def _sum(values: pa.ChunkedArray | pa.Array, start: int, length: int) -> Any:
 
 
 def _strings(values: tuple[str, ...]) -> pa.Array:
-    from dualcog.schemas import column_array
 
     return column_array(list(values), pa.string(), "value_set")
 
@@ -137,8 +142,6 @@ def usage_records(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> list[
     reported and a cost without prices are None, never 0.
     """
     import pyarrow.compute as pc
-
-    from dualcog.backends import declared  # here: the explorer and parse jobs need not load it
 
     sent = pc.is_in(facts.column("status"), value_set=_strings(("ok", "error")))
     prompt, completion = facts.column("prompt_tokens"), facts.column("completion_tokens")
@@ -193,7 +196,6 @@ def model_totals(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, An
 
 def has_mode(name: str) -> str | None:
     """`Thinking`, `Instant` or `Reasoning` from a run name's suffix (None without one)."""
-    from dualcog.routes import split_mode  # here: routes loads yaml, which few callers need
 
     return split_mode(name)[1]
 
@@ -206,8 +208,6 @@ def mode_flags(facts: pa.Table, models: Iterable[Mapping[str, Any]]) -> dict[str
     whose answers have.
     """
     import pyarrow.compute as pc
-
-    from dualcog.backends import declared
 
     ok = pc.is_in(facts.column("status"), value_set=_strings(("ok",)))
     reasoned = pc.and_(ok, facts.column("has_reasoning"))  # a null flag counts as none
@@ -281,7 +281,6 @@ def run_usage_lines(config: Mapping[str, Any], results: str | Path = "results") 
     `results/`: its `parse` job's response facts where they are newer than every responses
     file of the model, else the responses files that exist (a run that stopped before
     parsing, or targeted inference only, reports what it has)."""
-    from dualcog.config import model_tasks
 
     facts, responses = [], []
     for model in config.get("models", []):

@@ -27,7 +27,16 @@ from PIL import Image
 
 from dualcog import atomic
 from dualcog.atomic import DiskFull
-from dualcog.media.store import DECODE_ERRORS, MediaFailures, UnreadableMedia, fit_size
+from dualcog.media.store import (
+    DECODE_ERRORS,
+    MediaFailures,
+    UnreadableMedia,
+    fit_size,
+    video_timestamp_span,
+)
+
+# av (PyAV, which loads numpy) is imported by the functions that decode video: image-only
+# explorer jobs never load it.
 
 THUMB_SIZE = (320, 240)
 # Images the cards only ever show small, never with a box (records.py draws boxes on targets
@@ -157,8 +166,6 @@ def video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
 def _video_frames(source: str, duration: float | None, folder: Path) -> MediaRow:
     import av
     from av.video.reformatter import VideoReformatter
-
-    from dualcog.media.store import video_timestamp_span
 
     if duration is None or math.isnan(duration) or duration <= 0:  # unknown
         duration = video_timestamp_span(source)

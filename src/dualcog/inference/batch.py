@@ -38,7 +38,13 @@ from typing import Any, Protocol
 from dualcog.config import model_defaults
 from dualcog.console import format_duration
 from dualcog.errors import DualCogError
-from dualcog.inference.cache import CACHED_FIELDS, CacheWriter, model_cache_dir, safe_name
+from dualcog.inference.cache import (
+    CACHED_FIELDS,
+    CacheWriter,
+    ResponseCache,
+    model_cache_dir,
+    safe_name,
+)
 from dualcog.inference.engine import AttemptFailed, Engine, Job, Reply, Transport, Unsent
 from dualcog.inference.limits import BUDGET_EXHAUSTED, Refusal, Spend, SpendLimit
 from dualcog.inference.locks import flock
@@ -310,7 +316,6 @@ class BatchJob:
     def _from_cache(self, ids: list[str]) -> None:
         """Take the answers of `ids` that another process wrote to the cache since we read
         it; the rest stay pending."""
-        from dualcog.inference.cache import ResponseCache
 
         with ResponseCache(self.writer.cache.path) as fresh:
             for cid in ids:

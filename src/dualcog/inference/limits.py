@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualcog.inference.cache import safe_name
 from dualcog.inference.failures import BUDGET_EXHAUSTED
 from dualcog.inference.locks import flock
 from dualcog.prices import Prices, model_prices
@@ -146,7 +147,6 @@ class CacheLedger:
             tail.offset += end
 
     def task(self, task: str) -> Tally:
-        from dualcog.inference.cache import safe_name
 
         tail = self.files.get(safe_name(task))
         return tail.tally if tail is not None else Tally()
@@ -377,7 +377,6 @@ class SpendLimit:
         os.ftruncate(self.hold_fd, len(data))
 
     def _task_file(self, task: str) -> Path:
-        from dualcog.inference.cache import safe_name
 
         return self.ledger.model_dir / f"{safe_name(task)}.jsonl"
 

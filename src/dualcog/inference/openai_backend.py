@@ -17,10 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dualcog.errors import DataError
+from dualcog.inference.batch import run_batches
 from dualcog.inference.engine import Engine, Sender, Transport, Unsent, transport_runner
-from dualcog.inference.media import NotMemoized, memoized_data_uri
+from dualcog.inference.media import NotMemoized, media_path, memoized_data_uri
 from dualcog.inference.request import encode_request_body, request_body, request_settings
 from dualcog.inference.values import as_list
+from dualcog.media.reencode import VIDEO_SIZE_LIMIT, NoEncoder, find_encoder, reencode_video
 
 # Bodies whose memoized media pass this size (videos) are still encoded in a thread: copying
 # them takes milliseconds that the event loop would stall for.
@@ -86,13 +89,14 @@ class OpenAITransport(Transport):
         return encode_request_body(body)
 
     async def connect(self, pool: int, timeout_s: float) -> Sender:
+        # here: the client loads openai and aiohttp, not needed by a run its cache answers in full
         from dualcog.inference.client import ChatClient
 
         await ChatClient.warm_up()
         return ChatClient(self.settings.api_base, self.settings.api_key, timeout_s, pool)
 
     def batch(self, engine: Engine, unsent: Unsent) -> None:
-        from dualcog.inference.batch import run_batches
+        # here: the client loads openai and aiohttp (see `connect`)
         from dualcog.inference.client import BatchClient
 
         request, send = self.settings, engine.settings
@@ -107,14 +111,6 @@ class OpenAITransport(Transport):
     ) -> None:
         """Re-encode the videos over the size limit of a size-limited route (PROTOCOL §11.4)
         into the media store, once; raises, naming the samples, when there is no encoder."""
-        from dualcog.errors import DataError
-        from dualcog.inference.media import media_path
-        from dualcog.media.reencode import (
-            VIDEO_SIZE_LIMIT,
-            NoEncoder,
-            find_encoder,
-            reencode_video,
-        )
 
         if not self.settings.size_limited:
             return

@@ -24,15 +24,23 @@ This module is light on purpose: the Snakefile's process imports it.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dualcog import atomic
+from dualcog.backends import backend_of
+from dualcog.config import model_tasks
 from dualcog.errors import DualCogError
+from dualcog.inference.cache import cache_path, model_cache_dir
 from dualcog.inference.failures import BUDGET_EXHAUSTED, is_transient
+from dualcog.inference.limits import SpendLimit
+from dualcog.sharding import job_labels
 
 CAUSE_CHARS = 300  # of an error message quoted in the job log and the run summary
 RERUN_HINT = (
@@ -194,20 +202,15 @@ def record_outcome(
     pandas frame), write the outcome beside the cache and log what failed. The caller raises
     `InferenceFailed` when `outcome.failed`, before writing its output, so that a plain rerun
     retries the failed requests."""
-    from dualcog.backends import backend_of
 
     if not backend_of(model).counts_failures:
         return None
-    import logging
 
     messages = _column(responses, "error_message") if "error_message" in _names(responses) else None
     outcome = assess(
         model, task, _column(responses, "status"), _column(responses, "error_type"), messages
     )
     if outcome.unsent:
-        from dualcog.inference.cache import model_cache_dir
-        from dualcog.inference.limits import SpendLimit
-
         outcome.budget = SpendLimit(
             model, model_cache_dir(cache_dir, str(model["name"])), task
         ).state_text()
@@ -218,14 +221,11 @@ def record_outcome(
 
 
 def outcome_path(cache_dir: Path | str, model: str, task: str) -> Path:
-    from dualcog.inference.cache import cache_path
 
     return cache_path(cache_dir, model, task).with_suffix(".outcome.json")
 
 
 def write_outcome(cache_dir: Path | str, outcome: JobOutcome) -> None:
-    from dualcog import atomic
-
     atomic.write_text(outcome_path(cache_dir, outcome.model, outcome.task),
                       json.dumps(asdict(outcome), indent=1))  # fmt: skip
 
@@ -240,9 +240,6 @@ def read_outcome(path: Path) -> JobOutcome | None:
 
 def run_summary(config: Mapping[str, Any]) -> list[str]:
     """Lines naming every (model, task) of the config whose last job had failures."""
-    from dualcog.backends import backend_of
-    from dualcog.config import model_tasks
-    from dualcog.sharding import job_labels
 
     lines: list[str] = []
     for model in config.get("models", []):
@@ -261,7 +258,6 @@ def run_summary(config: Mapping[str, Any]) -> list[str]:
 
 def print_run_summary(config: Mapping[str, Any], stream: Any = None) -> None:
     """`run_summary` to stderr; the Snakefile calls it from `onsuccess` and `onerror`."""
-    import sys
 
     for line in run_summary(config):
         print(line, file=stream or sys.stderr)

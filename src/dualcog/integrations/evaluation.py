@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from dualcog.parsing import parse_run
 from dualcog.schemas import RESPONSES, table_from_columns
+from dualcog.scoring.pairing import dual_pairs
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,8 @@ def score_answers(
 ) -> RunResult:
     """Parse, score and aggregate one run's answers to `samples` (SAMPLES rows of the tasks
     it was asked): the calls of the workflow's `pairs`, `parse` and `score` jobs, in order."""
-    from dualcog.parsing import parse_run
+    # here: scoring loads pyarrow.compute, which mlflow_tracking's use of this module does not need
     from dualcog.scoring import model_metrics, score_samples
-    from dualcog.scoring.pairing import dual_pairs
 
     responses = responses_table(samples, answers, model, backend)
     parsed, run = parse_run(

@@ -14,6 +14,7 @@ docs/protocol.md §9). Pure functions over rows: the `exports` rule reads and wr
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -22,11 +23,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dualcog import atomic
+from dualcog.backends import backend_of
 from dualcog.stamp import short_commit, stamp_digest
+from dualcog.tasks import REQUEST_BY_TASK, SCORED_BY_TASK
 
 if TYPE_CHECKING:
     import pyarrow as pa
-from dualcog.tasks import REQUEST_BY_TASK, SCORED_BY_TASK
+
+# huggingface_hub, yaml and pyarrow.parquet are imported by the functions that use them: the
+# inspect task imports this module for `gold_text`, the mlflow job for `stamp_details`.
 
 DEFAULT_DATASET = "Lozumi/UAV-DualCog"
 BENCHMARK = "uav-dualcog"  # the EEE collection folder
@@ -125,7 +131,6 @@ def model_identity(model: Mapping[str, Any]) -> tuple[str, str]:
     request = str(model.get("request_model") or "")
     if "/" in request:
         return request, request.split("/", 1)[0]
-    from dualcog.backends import backend_of
 
     # Backends that make their answers from the gold (oracle, random, simulated): this project's.
     developer = "dualcog" if backend_of(model).reads_samples else "unknown"
@@ -148,7 +153,6 @@ def eee_paths(model: Mapping[str, Any], stamp: Mapping[str, Any]) -> tuple[str, 
 
 
 def _unix_time(created: str | None) -> str:
-    import datetime as dt
 
     if not created:
         return "0"
@@ -374,8 +378,6 @@ def export_run(
     Parquet paths and its `responses` Parquet paths (the workflow's artifacts)."""
     import pyarrow.parquet as pq
     import yaml
-
-    from dualcog import atomic
 
     folder = Path(folder)
     by_id = {row["sample_id"]: row for row in samples.to_pylist()}

@@ -49,6 +49,7 @@ from dualcog.errors import ConfigError
 from dualcog.inference.engine import DEFAULT_CONCURRENCY, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from dualcog.inference.media import media_path
 from dualcog.inference.request import build_messages, request_settings
+from dualcog.ingest import ingest
 from dualcog.integrations.evaluation import Answer, metric_values, score_answers
 from dualcog.integrations.exports import gold_text
 from dualcog.media.store import (
@@ -86,7 +87,6 @@ def benchmark_samples(
 ) -> pa.Table:
     """The ingested SAMPLES of `tasks`, in the workflow's row order (memoized: the task and
     its metric both ask)."""
-    from dualcog.ingest import ingest
 
     samples, _ = ingest(data_root, tasks, exclude)
     return samples

@@ -41,7 +41,7 @@ def log_run(
     """Log each model's metrics to `settings["tracking_uri"]`; returns model -> MLflow run id."""
     uri = str(settings["tracking_uri"])
     _allow_file_store(uri)
-    try:
+    try:  # here: MLflow is optional (the `integrations` extra) and slow to import
         import mlflow
     except ImportError as error:
         raise ConfigError(

@@ -108,7 +108,7 @@ def find_encoder() -> str | None:
     override = os.environ.get("IMAGEIO_FFMPEG_EXE")
     if override is not None:
         return override if _checked(override) else None
-    try:
+    try:  # here: imageio-ffmpeg is optional; without it the caller sends the video as it is
         import imageio_ffmpeg
 
         candidate = imageio_ffmpeg.get_ffmpeg_exe()

@@ -25,6 +25,9 @@ from dualcog import atomic
 from dualcog.digests import file_digest
 from dualcog.errors import DataError, DualCogError
 
+# av (PyAV, which loads numpy) is imported by the functions that decode video: the image jobs
+# and ingest, which import this module, never load it.
+
 log = logging.getLogger(__name__)
 
 IMAGE_SETTINGS_VERSION = "img-v1"

@@ -11,12 +11,11 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from dualcog.parsing.brackets import Spans
+import numpy as np
 
-# parsing.brackets (numpy passes) is imported where a text has many brackets.
+from dualcog.parsing.brackets import Spans, balanced_spans, deepest_nesting, surely_failing
 
 
 class _NotJson:
@@ -89,7 +88,6 @@ def json_depth(text: str) -> int:
     Up to the first error, a scanner is exactly this deep; past it, it has stopped. Done in
     numpy passes (parsing.brackets), so 16 MB of brackets cost milliseconds.
     """
-    from dualcog.parsing.brackets import deepest_nesting
 
     return deepest_nesting(text)
 
@@ -318,9 +316,6 @@ _UNCHECKED_SPANS = 64
 def _in_batches(spans: Spans) -> Iterator[tuple[int, int, int]]:
     """The spans as Python ints, a growing batch at a time (most texts stop early); past the
     first _UNCHECKED_SPANS, only those that may parse (parsing.brackets.surely_failing)."""
-    import numpy as np
-
-    from dualcog.parsing.brackets import surely_failing
 
     chosen = np.arange(min(_UNCHECKED_SPANS, len(spans.starts)))
     if len(spans.starts) > _UNCHECKED_SPANS:
@@ -359,7 +354,6 @@ def _first_balanced(text: str, opener: str, closer: str) -> Any:
         value, _ = _parse_span(text[start:end])
         if value is not NOT_JSON:
             return value
-    from dualcog.parsing.brackets import balanced_spans
 
     spans = balanced_spans(text, opener, closer, MAX_JSON_DEPTH)
     failed_at = failed_reading = -1

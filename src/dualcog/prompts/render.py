@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dualcog.errors import DataError
 from dualcog.media.store import ImageSettings, PreparedFrames
+from dualcog.prompts.templates import render_prompt_texts
 from dualcog.tasks import REQUEST_BY_TASK
 
 if TYPE_CHECKING:  # imported where a frame is built: the render jobs read and write Arrow
@@ -58,7 +59,6 @@ def _prompt_texts(row: Mapping[str, Any]) -> tuple[str, str]:
     system, user = row.get("system_prompt"), row.get("user_prompt")
     if isinstance(system, str) and system and isinstance(user, str) and user:
         return system, user
-    from dualcog.prompts.templates import render_prompt_texts
 
     variables = json.loads(row["prompt_vars"]) if row.get("prompt_vars") else {}
     try:

@@ -5,6 +5,8 @@
 Arrow tables; a caller wanting pandas calls `.to_pandas()` on the result.
 """
 
+import importlib
+
 # Exports are loaded on first use (PEP 562): a job loads only the submodules it uses.
 _EXPORTS = {
     "model_metrics": "aggregate",
@@ -29,8 +31,6 @@ _EXPORTS = {
 def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
 
 

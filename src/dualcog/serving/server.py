@@ -47,6 +47,7 @@ from typing import IO, Any
 from dualcog.backends import is_served
 from dualcog.errors import DualCogError
 from dualcog.routes import route_key_of
+from dualcog.serving.facts import VERSION_REPLY_LIMIT, checked_version
 
 DEFAULT_COMMAND = ("vllm", "serve")
 DEFAULT_HOST = "127.0.0.1"
@@ -554,7 +555,6 @@ class ManagedServer:
         The answer is untrusted: at most VERSION_REPLY_LIMIT bytes are read, and any failure
         is a reason to record, never an error of the job.
         """
-        from dualcog.serving.facts import VERSION_REPLY_LIMIT, checked_version
 
         url = f"http://{self.spec.host}:{self.port}/version"
         try:

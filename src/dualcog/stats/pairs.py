@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dualcog.atomic import TEMPORARY_NAME_EXTRA
+from dualcog.config import NAME_MAX
 from dualcog.errors import ConfigError
 
 
@@ -36,8 +38,6 @@ PAIR_FILE = "{a}__vs__{b}.parquet"
 
 def _check_pair_name(model_a: str, model_b: str) -> None:
     """Both names in one file name: written through a temporary name, within NAME_MAX."""
-    from dualcog.atomic import TEMPORARY_NAME_EXTRA
-    from dualcog.config import NAME_MAX
 
     name = PAIR_FILE.format(a=model_a, b=model_b)
     if len(name) + TEMPORARY_NAME_EXTRA > NAME_MAX:

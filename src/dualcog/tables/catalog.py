@@ -83,7 +83,7 @@ def build_all(
     (the response facts and outcome shares) is what the `usage` table and the audit's outcome
     shares are built from.
     """
-    from dualcog.tables.build import TableInputs
+    from dualcog.tables.build import TableInputs  # here: pandas; the Snakefile reads the catalog
 
     inputs = TableInputs(metrics, models, runs, counts, tokens, usage)
     return [table_spec(name).load()(inputs) for name in names]

@@ -27,6 +27,9 @@ import pandas as pd
 import pyarrow as pa
 
 from dualcog.repeats import REPEAT_OF, REPEATS, fold_sets
+from dualcog.tables.build import UsageInputs
+from dualcog.tables.catalog import build_all
+from dualcog.tables.coverage import mean_output_tokens
 from dualcog.tables.inputs import TableInputs
 from dualcog.tables.model import Table
 
@@ -167,8 +170,6 @@ def _pooled_shares(shares: pd.DataFrame, owner: Mapping[str, str]) -> pd.DataFra
 
 def collapse_inputs(inputs: TableInputs, plan: Mapping[str, RepeatSet]) -> TableInputs:
     """What the tables read, with each repeat set as one model (module docstring)."""
-    from dualcog.tables.build import UsageInputs
-    from dualcog.tables.coverage import mean_output_tokens
 
     owner = run_to_set(plan)
     present = present_runs(inputs.metrics, plan)
@@ -207,7 +208,6 @@ def build_tables(
 ) -> list[Table]:
     """The catalog's tables `names` (dualcog.tables.build.build_all), each repeat set as one
     row with its mean, spread and `Repeats` count; without repeats exactly `build_all`."""
-    from dualcog.tables.catalog import build_all
 
     names = list(names)
 
