@@ -1,6 +1,5 @@
 """Snakemake adapter: one model run's samples, parses, scores and responses -> its explorer."""
 
-import gc
 import json
 from pathlib import Path
 
@@ -21,10 +20,6 @@ from dualcog.stamp import build_stamp
 
 
 def main(sm):
-    # What this job builds (tables' values, records, chunks) is trees freed by reference
-    # counting, and its process ends with it: the cyclic collector would only walk the
-    # records again each time it ran (docs/performance.md, "Explorer").
-    gc.disable()
     model = sm.wildcards.model
     # Arrow only, no pandas; of each table only the columns a record reads (reasoning texts,
     # token counts, the samples' prompts and the other parse modes' columns are never read).

@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from dualcog.explorer.records import RAW_TEXT_LIMIT, without_cyclic_gc
+from dualcog.explorer.records import RAW_TEXT_LIMIT
 from dualcog.schemas import OUTCOME_TITLES, OUTCOMES
 from dualcog.stamp import stamp_rows
 from dualcog.tasks import (
@@ -208,11 +208,6 @@ def write_explorer(
     label: str | None = None,
 ) -> ExplorerFiles:
     """Write the model's page and its card chunks; stale chunks in `data_dir` are removed."""
-    with without_cyclic_gc():  # a copy of each record for its chunk: plain trees again
-        return _write_explorer(model, records, page_path, data_dir, all_models, stamp, label)
-
-
-def _write_explorer(model, records, page_path, data_dir, all_models, stamp, label):
     page_path, data_dir = Path(page_path), Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     for old in data_dir.glob("c*.js"):

@@ -7,12 +7,10 @@ matches checked against the scorer), and the raw response text.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import Any
@@ -309,8 +307,7 @@ def sample_cards(samples: pa.Table, media: MediaIndex) -> list[dict[str, Any]]:
     """What a card shows of each sample whatever the model (its id, question, images, options
     and gold), one per row of `samples`: written once beside all pages (`write_sample_cards`);
     each model's page adds its own record (`sample_records`) to the same position."""
-    with without_cyclic_gc():
-        return [_card(sample, media) for sample in _rows(samples, CARD_COLUMNS)]
+    return [_card(sample, media) for sample in _rows(samples, CARD_COLUMNS)]
 
 
 def _card(sample: Mapping[str, Any], media: MediaIndex) -> dict[str, Any]:
@@ -444,20 +441,6 @@ def _positions(keys: Iterable, rows: int) -> dict[Any, int]:
     return dict(zip(keys, range(rows), strict=False))  # the keys run on to the closing None
 
 
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """Records are trees of fresh lists and dicts, freed by reference counting; the cyclic
-    collector's passes over the growing heap were a third of their build (docs/performance.md,
-    "Explorer"). Restored on the way out."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def sample_records(
     samples: pa.Table,
     parsed: pa.Table,
@@ -471,13 +454,8 @@ def sample_records(
     card (`sample_cards`). `id`, `task` and `difficulty` are there for the page's index.
 
     The workflow's tables as Arrow: SAMPLES, the run's PARSED, SCORES and RESPONSES rows, and
-    its request outcome classes (REQUEST_OUTCOMES, written by the `parse` job); a sample
+    its request outcome classes (REQUEST_OUTCOMES, written by its scoring job); a sample
     without an outcome row has no response row: a request error."""
-    with without_cyclic_gc():
-        return _sample_records(samples, parsed, scores, responses, media, outcomes)
-
-
-def _sample_records(samples, parsed, scores, responses, media, outcomes):
     # Column-wise: one Python list per column read, and each table's rows found by position
     # (no dict per row of four tables: building those was a third of the records' CPU).
     sample_columns = _columns(samples, [c for c in SAMPLE_COLUMNS if c not in NESTED_COLUMNS])
